@@ -1,0 +1,144 @@
+package abi
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// FailurePolicy says what the host does when a plugin call fails (trap,
+// timeout, garbage, or an Error in the response).
+type FailurePolicy string
+
+const (
+	// FailurePolicyFail treats a failed call as a denial (admission) or a
+	// failed step (hook), with a reason that says the plugin failed.
+	FailurePolicyFail FailurePolicy = "Fail"
+	// FailurePolicyIgnore logs and counts the failure and carries on as if the
+	// plugin had not been called.
+	FailurePolicyIgnore FailurePolicy = "Ignore"
+)
+
+// ManifestSuffix is the file name suffix of a plugin manifest; the manifest
+// of plugin "x" is usually "x.plugin.yaml" beside "x.wasm".
+const ManifestSuffix = ".plugin.yaml"
+
+// Manifest describes one plugin. It is written in YAML beside the .wasm file
+// (the host converts YAML to JSON, hence the json tags).
+type Manifest struct {
+	// Name is unique within a plugin directory: lowercase letters, digits
+	// and dashes.
+	Name string `json:"name"`
+	// Version is the plugin's own version (semver recommended).
+	Version string `json:"version"`
+	// ABI is the ABI the module was built against: "v1" or "extism".
+	ABI Version `json:"abi"`
+	// Kinds the module implements; each needs its export.
+	Kinds []Kind `json:"kinds"`
+	// Wasm is the module's file name relative to the manifest; default
+	// "<name>.wasm".
+	Wasm string `json:"wasm,omitempty"`
+	// SHA256 is the hex sha256 of the .wasm file; loading fails on mismatch.
+	SHA256 string `json:"sha256"`
+	// Config is handed to the plugin through the config_get import.
+	Config map[string]string `json:"config,omitempty"`
+	// Permissions bound what the plugin may do.
+	Permissions Permissions `json:"permissions,omitempty"`
+	// FailurePolicy applies when a call fails; default Fail.
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+	// Order sorts plugins of one kind (lower first; ties by name).
+	Order int `json:"order,omitempty"`
+}
+
+// Permissions is the sandbox a plugin runs in.
+type Permissions struct {
+	// AllowedHosts are the host[:port] values the http_request import may
+	// reach; "*.example.com" matches subdomains. Empty means no network.
+	AllowedHosts []string `json:"allowedHosts,omitempty"`
+	// MemoryPages caps the module's linear memory in 64 KiB pages; 0 means
+	// the host default.
+	MemoryPages uint32 `json:"memoryPages,omitempty"`
+	// Timeout is the per-call deadline as a Go duration ("100ms"); empty
+	// means the host default.
+	Timeout Duration `json:"timeout,omitempty"`
+}
+
+// Duration is a time.Duration written as a Go duration string in manifests.
+type Duration struct{ time.Duration }
+
+// MarshalJSON writes the duration as a string such as "250ms".
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(d.String())
+}
+
+// UnmarshalJSON reads a duration string such as "250ms".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"250ms\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	d.Duration = v
+	return nil
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// Validate checks the manifest's own consistency (not the .wasm file) and
+// fills defaults. Errors name the offending field.
+func (m *Manifest) Validate() error {
+	if !nameRE.MatchString(m.Name) {
+		return fmt.Errorf("name %q: must be 1-63 lowercase letters, digits or dashes", m.Name)
+	}
+	switch m.ABI {
+	case V1, Extism:
+	case "":
+		return fmt.Errorf("abi: missing (want %q or %q)", V1, Extism)
+	default:
+		return fmt.Errorf("abi %q: unsupported (want %q or %q)", m.ABI, V1, Extism)
+	}
+	if len(m.Kinds) == 0 {
+		return fmt.Errorf("kinds: at least one of source, admission, hook is required")
+	}
+	seen := map[Kind]bool{}
+	for _, k := range m.Kinds {
+		if ExportForKind(k) == "" {
+			return fmt.Errorf("kinds: unknown kind %q", k)
+		}
+		if seen[k] {
+			return fmt.Errorf("kinds: %q listed twice", k)
+		}
+		seen[k] = true
+	}
+	if m.Wasm == "" {
+		m.Wasm = m.Name + ".wasm"
+	}
+	if m.SHA256 == "" {
+		return fmt.Errorf("sha256: missing")
+	}
+	switch m.FailurePolicy {
+	case "":
+		m.FailurePolicy = FailurePolicyFail
+	case FailurePolicyFail, FailurePolicyIgnore:
+	default:
+		return fmt.Errorf("failurePolicy %q: want Fail or Ignore", m.FailurePolicy)
+	}
+	if m.Permissions.Timeout.Duration < 0 {
+		return fmt.Errorf("permissions.timeout: must not be negative")
+	}
+	return nil
+}
+
+// HasKind reports whether the manifest declares kind k.
+func (m *Manifest) HasKind(k Kind) bool {
+	for _, x := range m.Kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages wasmlet's build and tests need. Idempotent: a
+# package already present is skipped, so repeated `make test` runs are quick.
+set -euo pipefail
+pkgs=(clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32 wabt containerd runc containernetworking-plugins)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial -e auxfiles)" ]; then
+    apt-get update
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
