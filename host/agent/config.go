@@ -1,0 +1,73 @@
+// Package agent wires the host's parts together: Config → New → Run(ctx). It
+// holds no logic of its own beyond the sync loop's dispatch; every decision
+// lives in the package named for it (config, pod, admission, worker, runtime,
+// pleg, status, server, plugin).
+package agent
+
+import (
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config is everything the agent needs. `wasmlet run` fills it from flags
+// and an optional config file (in the spirit of KubeletConfiguration); zero
+// values get the defaults of Defaults.
+type Config struct {
+	// NodeName is this node's name; static pods are named "<pod>-<node>".
+	NodeName string
+	// StaticPodPath is a directory of static pod manifests (the file source);
+	// empty disables the file source.
+	StaticPodPath string
+	// FileCheckFrequency is how often the file source re-reads its directory
+	// besides watching it.
+	FileCheckFrequency time.Duration
+	// PluginDir is the directory of .wasm plugins; empty means no plugins.
+	PluginDir string
+	// RuntimeEndpoint is the CRI endpoint (e.g. unix:///run/containerd/containerd.sock);
+	// empty starts the embedded WASI runtime in-process.
+	RuntimeEndpoint string
+	// ImageEndpoint is the CRI image service endpoint; empty means RuntimeEndpoint.
+	ImageEndpoint string
+	// RuntimeRequestTimeout bounds each CRI call.
+	RuntimeRequestTimeout time.Duration
+	// RootDir holds the agent's state (pod directories, plugin cache, the
+	// embedded runtime's socket and images).
+	RootDir string
+	// PodLogsDir is where container logs go, in the kubelet's layout
+	// <PodLogsDir>/<namespace>_<pod>_<uid>/<container>/<restartCount>.log.
+	PodLogsDir string
+	// SyncFrequency is the period at which every pod is re-synced.
+	SyncFrequency time.Duration
+	// HousekeepingInterval is the period of orphan cleanup.
+	HousekeepingInterval time.Duration
+	// PLEGRelistPeriod is the period of the PLEG relist.
+	PLEGRelistPeriod time.Duration
+	// MaxPods is the max-pods admission limit.
+	MaxPods int
+	// Address is the read-only server's listen address.
+	Address string
+	// ReadOnlyPort serves /healthz, /pods, /metrics (and /plugins); 0 disables it.
+	ReadOnlyPort int
+	// Logger receives structured logs.
+	Logger hclog.Logger
+	// Registerer receives the agent's metrics; nil means a fresh registry.
+	Registerer prometheus.Registerer
+}
+
+// Defaults returns a Config with the kubelet's defaults where it has them.
+func Defaults() Config {
+	return Config{
+		FileCheckFrequency:    20 * time.Second,
+		RuntimeRequestTimeout: 2 * time.Minute,
+		RootDir:               "/var/lib/wasmlet",
+		PodLogsDir:            "/var/log/pods",
+		SyncFrequency:         time.Minute,
+		HousekeepingInterval:  2 * time.Second,
+		PLEGRelistPeriod:      time.Second,
+		MaxPods:               110,
+		Address:               "127.0.0.1",
+		ReadOnlyPort:          10255,
+	}
+}
