@@ -1,0 +1,163 @@
+// Command testbox is the workload of wasmlet's examples and end-to-end tests.
+// The same program is built twice: natively (a static linux binary in a
+// container image for containerd) and for wasip1 (a WASI module for the
+// embedded runtime), so one pod manifest means the same thing on both.
+//
+// Arguments are steps separated by ";", run in order:
+//
+//	echo WORDS...        print WORDS
+//	log EVERY WORDS...   print "WORDS <n>" every EVERY (a Go duration), forever
+//	sleep DURATION|inf   sleep
+//	exit CODE            exit with CODE
+//	env [NAME...]        print NAME=value for each NAME (all variables without NAME)
+//	append FILE WORDS... append a line to FILE
+//	cat FILE             print FILE
+//	spin                 busy-loop forever
+//	oom MIB              allocate and touch MIB MiB, 1 MiB at a time
+//
+// On SIGTERM (native build) it prints "testbox: terminated" and exits 0, so a
+// graceful kill is visible in the log.
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	onTerm(func() {
+		fmt.Println("testbox: terminated")
+		os.Exit(0)
+	})
+	for _, step := range split(os.Args[1:]) {
+		if err := run(step); err != nil {
+			fmt.Fprintf(os.Stderr, "testbox: %s: %v\n", strings.Join(step, " "), err)
+			os.Exit(2)
+		}
+	}
+}
+
+func split(args []string) [][]string {
+	var steps [][]string
+	var cur []string
+	for _, a := range args {
+		if a == ";" {
+			if len(cur) > 0 {
+				steps = append(steps, cur)
+			}
+			cur = nil
+			continue
+		}
+		cur = append(cur, a)
+	}
+	if len(cur) > 0 {
+		steps = append(steps, cur)
+	}
+	return steps
+}
+
+var sink [][]byte
+
+func run(step []string) error {
+	cmd, args := step[0], step[1:]
+	switch cmd {
+	case "echo":
+		fmt.Println(strings.Join(args, " "))
+	case "log":
+		if len(args) < 1 {
+			return fmt.Errorf("want EVERY")
+		}
+		every, err := time.ParseDuration(args[0])
+		if err != nil {
+			return err
+		}
+		for n := 1; ; n++ {
+			fmt.Printf("%s %d\n", strings.Join(args[1:], " "), n)
+			time.Sleep(every)
+		}
+	case "sleep":
+		if len(args) != 1 {
+			return fmt.Errorf("want DURATION or inf")
+		}
+		if args[0] == "inf" {
+			select {}
+		}
+		d, err := time.ParseDuration(args[0])
+		if err != nil {
+			return err
+		}
+		time.Sleep(d)
+	case "exit":
+		code := 0
+		if len(args) > 0 {
+			c, err := strconv.Atoi(args[0])
+			if err != nil {
+				return err
+			}
+			code = c
+		}
+		os.Exit(code)
+	case "env":
+		if len(args) == 0 {
+			env := os.Environ()
+			sort.Strings(env)
+			for _, e := range env {
+				fmt.Println(e)
+			}
+		}
+		for _, name := range args {
+			fmt.Printf("%s=%s\n", name, os.Getenv(name))
+		}
+	case "append":
+		if len(args) < 1 {
+			return fmt.Errorf("want FILE")
+		}
+		f, err := os.OpenFile(args[0], os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(f, strings.Join(args[1:], " "))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	case "cat":
+		if len(args) != 1 {
+			return fmt.Errorf("want FILE")
+		}
+		b, err := os.ReadFile(args[0])
+		if err != nil {
+			return err
+		}
+		os.Stdout.Write(b)
+	case "spin":
+		for x := uint64(0); ; x++ {
+			if x == ^uint64(0) {
+				fmt.Println(x)
+			}
+		}
+	case "oom":
+		if len(args) != 1 {
+			return fmt.Errorf("want MIB")
+		}
+		mib, err := strconv.Atoi(args[0])
+		if err != nil {
+			return err
+		}
+		for i := 0; i < mib; i++ {
+			b := make([]byte, 1<<20)
+			for j := range b {
+				b[j] = byte(j)
+			}
+			sink = append(sink, b)
+		}
+		fmt.Printf("allocated %d MiB\n", mib)
+	default:
+		return fmt.Errorf("unknown step %q", cmd)
+	}
+	return nil
+}
