@@ -1,0 +1,206 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Names of the built-in admitters.
+const (
+	MaxPodsName      = "MaxPods"
+	ResourceFitName  = "ResourceFit"
+	HostPortsName    = "HostPorts"
+	defaultProtocol  = v1.ProtocolTCP
+	anyHostIP        = "0.0.0.0"
+	reasonNodePorts  = "NodePorts"
+	reasonOutOfPods  = "OutOfpods"
+	reasonOutOfFmt   = "OutOf%s"
+	reasonBadRequest = "InvalidResources"
+)
+
+// Builtins returns the built-in admitters in the kubelet's order: max pods,
+// resource fit, host ports. maxPods <= 0 takes the limit from the node's
+// allocatable "pods".
+func Builtins(maxPods int) []Admitter {
+	return []Admitter{MaxPods(maxPods), ResourceFit(), HostPorts()}
+}
+
+// MaxPods rejects a pod when the node already runs limit pods (reason
+// "OutOfpods"). limit <= 0 takes the limit from the node's allocatable
+// "pods"; with neither, every pod is admitted.
+func MaxPods(limit int) Admitter { return maxPods{limit: limit} }
+
+type maxPods struct{ limit int }
+
+func (maxPods) Name() string { return MaxPodsName }
+
+func (m maxPods) Admit(_ context.Context, a Attributes) (Result, error) {
+	limit := int64(m.limit)
+	if limit <= 0 && a.Node != nil {
+		if q, ok := a.Node.Status.Allocatable[v1.ResourcePods]; ok {
+			limit = q.Value()
+		}
+	}
+	if limit <= 0 || int64(len(a.Pods))+1 <= limit {
+		return Result{Admit: true}, nil
+	}
+	return Result{Reason: reasonOutOfPods, Message: fmt.Sprintf("Too many pods: the node runs %d of %d", len(a.Pods), limit)}, nil
+}
+
+// ResourceFit rejects a pod whose requests do not fit in the node's
+// allocatable minus the requests of the pods already admitted (reason
+// "OutOf<resource>", e.g. "OutOfcpu"). A pod's request is, per resource, the
+// larger of the sum over its app containers and the largest init container,
+// plus the pod overhead — the scheduler's and the kubelet's rule.
+func ResourceFit() Admitter { return resourceFit{} }
+
+type resourceFit struct{}
+
+func (resourceFit) Name() string { return ResourceFitName }
+
+func (resourceFit) Admit(_ context.Context, a Attributes) (Result, error) {
+	want := PodRequests(a.Pod)
+	if len(want) == 0 {
+		return Result{Admit: true}, nil
+	}
+	used := v1.ResourceList{}
+	for _, p := range a.Pods {
+		add(used, PodRequests(p))
+	}
+	var alloc v1.ResourceList
+	if a.Node != nil {
+		alloc = a.Node.Status.Allocatable
+	}
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		name := v1.ResourceName(n)
+		req := want[name]
+		if req.Sign() < 0 {
+			return Result{Reason: reasonBadRequest, Message: fmt.Sprintf("negative request for %s", name)}, nil
+		}
+		if req.IsZero() {
+			continue
+		}
+		capQ := alloc[name]
+		usedQ := used[name]
+		free := capQ.DeepCopy()
+		free.Sub(usedQ)
+		if req.Cmp(free) > 0 {
+			return Result{
+				Reason: fmt.Sprintf(reasonOutOfFmt, name),
+				Message: fmt.Sprintf("Node didn't have enough resource: %s, requested: %s, used: %s, capacity: %s",
+					name, req.String(), usedQ.String(), capQ.String()),
+			}, nil
+		}
+	}
+	return Result{Admit: true}, nil
+}
+
+// PodRequests is a pod's effective resource requests: per resource the larger
+// of the app containers' sum and the largest init container, plus overhead.
+func PodRequests(p *v1.Pod) v1.ResourceList {
+	out := v1.ResourceList{}
+	if p == nil {
+		return out
+	}
+	for _, c := range p.Spec.Containers {
+		add(out, c.Resources.Requests)
+	}
+	for _, c := range p.Spec.InitContainers {
+		for n, q := range c.Resources.Requests {
+			if cur, ok := out[n]; !ok || q.Cmp(cur) > 0 {
+				out[n] = q.DeepCopy()
+			}
+		}
+	}
+	add(out, p.Spec.Overhead)
+	return out
+}
+
+func add(into, l v1.ResourceList) {
+	for n, q := range l {
+		cur, ok := into[n]
+		if !ok {
+			cur = resource.Quantity{Format: q.Format}
+		}
+		cur.Add(q)
+		into[n] = cur
+	}
+}
+
+// HostPorts rejects a pod that asks for a host port (protocol, IP, port)
+// another admitted pod holds (reason "NodePorts"). 0.0.0.0 or an empty
+// host IP conflicts with every IP. A host-network pod holds its container
+// ports.
+func HostPorts() Admitter { return hostPorts{} }
+
+type hostPorts struct{}
+
+func (hostPorts) Name() string { return HostPortsName }
+
+type hostPort struct {
+	ip    string
+	proto v1.Protocol
+	port  int32
+}
+
+func (hp hostPort) String() string {
+	return fmt.Sprintf("%s/%s:%d", strings.ToLower(string(hp.proto)), hp.ip, hp.port)
+}
+
+func (hp hostPort) conflicts(o hostPort) bool {
+	return hp.port == o.port && hp.proto == o.proto && (hp.ip == o.ip || hp.ip == anyHostIP || o.ip == anyHostIP)
+}
+
+func podHostPorts(p *v1.Pod) []hostPort {
+	var out []hostPort
+	for _, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			port := cp.HostPort
+			if port == 0 && p.Spec.HostNetwork {
+				port = cp.ContainerPort
+			}
+			if port <= 0 {
+				continue
+			}
+			hp := hostPort{ip: cp.HostIP, proto: cp.Protocol, port: port}
+			if hp.ip == "" {
+				hp.ip = anyHostIP
+			}
+			if hp.proto == "" {
+				hp.proto = defaultProtocol
+			}
+			out = append(out, hp)
+		}
+	}
+	return out
+}
+
+func (hostPorts) Admit(_ context.Context, a Attributes) (Result, error) {
+	want := podHostPorts(a.Pod)
+	if len(want) == 0 {
+		return Result{Admit: true}, nil
+	}
+	for _, p := range a.Pods {
+		for _, held := range podHostPorts(p) {
+			for _, w := range want {
+				if w.conflicts(held) {
+					return Result{
+						Reason:  reasonNodePorts,
+						Message: fmt.Sprintf("host port %s is held by pod %s/%s", w, p.Namespace, p.Name),
+					}, nil
+				}
+			}
+		}
+	}
+	return Result{Admit: true}, nil
+}
