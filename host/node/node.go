@@ -1,0 +1,213 @@
+// Package node describes this machine as a v1.Node: name, labels,
+// capacity and allocatable (cpu, memory, ephemeral storage, pods),
+// addresses and node info. Admission uses it and /pods reports its name and
+// addresses; registration with an API server builds on it later.
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Config configures New.
+type Config struct {
+	// Name is the node's name; empty means the host name.
+	Name string
+	// MaxPods is the node's pods capacity; <= 0 means 110.
+	MaxPods int
+	// RootDir is where ephemeral storage is measured; empty means "/".
+	RootDir string
+	// Reserved is subtracted from capacity to give allocatable (the
+	// kubelet's system-reserved plus kube-reserved); nil reserves nothing.
+	Reserved v1.ResourceList
+	// AgentVersion is reported as nodeInfo.kubeletVersion.
+	AgentVersion string
+	// RuntimeVersion is reported as nodeInfo.containerRuntimeVersion
+	// (e.g. "containerd://1.6.20").
+	RuntimeVersion string
+	// ProcRoot is where proc and sys are read from; empty means "/". Tests
+	// point it at a fake tree.
+	ProcRoot string
+}
+
+// New reads the machine and returns its v1.Node. Parts that cannot be read
+// (product UUID needs root, say) are left empty; a missing /proc/meminfo is
+// an error.
+func New(cfg Config) (*v1.Node, error) {
+	if cfg.Name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("node: host name: %w", err)
+		}
+		cfg.Name = strings.ToLower(h)
+	}
+	if cfg.MaxPods <= 0 {
+		cfg.MaxPods = 110
+	}
+	if cfg.ProcRoot == "" {
+		cfg.ProcRoot = "/"
+	}
+	if cfg.RootDir == "" {
+		cfg.RootDir = "/"
+	}
+	mem, err := memTotal(cfg.ProcRoot + "/proc/meminfo")
+	if err != nil {
+		return nil, err
+	}
+	capacity := v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewQuantity(int64(runtime.NumCPU()), resource.DecimalSI),
+		v1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI),
+		v1.ResourcePods:   *resource.NewQuantity(int64(cfg.MaxPods), resource.DecimalSI),
+	}
+	if st, ok := storage(cfg.RootDir); ok {
+		capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(st, resource.BinarySI)
+	}
+	allocatable := v1.ResourceList{}
+	for n, q := range capacity {
+		a := q.DeepCopy()
+		if r, ok := cfg.Reserved[n]; ok {
+			a.Sub(r)
+			if a.Sign() < 0 {
+				a = *resource.NewQuantity(0, q.Format)
+			}
+		}
+		allocatable[n] = a
+	}
+	host, _ := os.Hostname()
+	n := &v1.Node{
+		TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: cfg.Name,
+			Labels: map[string]string{
+				v1.LabelHostname:   cfg.Name,
+				v1.LabelOSStable:   runtime.GOOS,
+				v1.LabelArchStable: runtime.GOARCH,
+			},
+		},
+		Status: v1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: allocatable,
+			Addresses:   addresses(host),
+			NodeInfo: v1.NodeSystemInfo{
+				MachineID:               readTrim(cfg.ProcRoot + "/etc/machine-id"),
+				SystemUUID:              readTrim(cfg.ProcRoot + "/sys/class/dmi/id/product_uuid"),
+				BootID:                  readTrim(cfg.ProcRoot + "/proc/sys/kernel/random/boot_id"),
+				KernelVersion:           readTrim(cfg.ProcRoot + "/proc/sys/kernel/osrelease"),
+				OSImage:                 osImage(cfg.ProcRoot + "/etc/os-release"),
+				ContainerRuntimeVersion: cfg.RuntimeVersion,
+				KubeletVersion:          cfg.AgentVersion,
+				OperatingSystem:         runtime.GOOS,
+				Architecture:            runtime.GOARCH,
+			},
+		},
+	}
+	return n, nil
+}
+
+// memTotal reads MemTotal from a meminfo file, in bytes.
+func memTotal(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("node: %w", err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("node: %s: MemTotal %q: %w", path, f[1], err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	return 0, fmt.Errorf("node: %s: no MemTotal line", path)
+}
+
+// storage is the size of the file system holding dir (or "/" when dir does
+// not exist yet).
+func storage(dir string) (int64, bool) {
+	var st syscall.Statfs_t
+	for _, d := range []string{dir, "/"} {
+		if err := syscall.Statfs(d, &st); err == nil {
+			return int64(st.Blocks) * st.Bsize, true
+		}
+	}
+	return 0, false
+}
+
+func readTrim(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// osImage is PRETTY_NAME from os-release, as the kubelet reports it.
+func osImage(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+			return strings.Trim(v, `"'`)
+		}
+	}
+	return ""
+}
+
+// addresses are the host name and the first global unicast IPv4 (then IPv6)
+// address of an interface that is up, as InternalIP.
+func addresses(host string) []v1.NodeAddress {
+	var out []v1.NodeAddress
+	if ip := internalIP(); ip != "" {
+		out = append(out, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
+	}
+	if host != "" {
+		out = append(out, v1.NodeAddress{Type: v1.NodeHostName, Address: host})
+	}
+	return out
+}
+
+func internalIP() string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return ""
+	}
+	var v6 string
+	for _, i := range ifs {
+		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := i.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || !ipn.IP.IsGlobalUnicast() {
+				continue
+			}
+			if ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+			if v6 == "" {
+				v6 = ipn.IP.String()
+			}
+		}
+	}
+	return v6
+}
