@@ -105,9 +105,9 @@ func IsMirror(pod *v1.Pod) bool {
 	return ok
 }
 
-// validate rejects pods the agent cannot run; the merge skips them with a log
+// Validate rejects pods the agent cannot run; the merge skips them with a log
 // line naming the pod and the source.
-func validate(pod *v1.Pod) error {
+func Validate(pod *v1.Pod) error {
 	if pod.Name == "" {
 		return fmt.Errorf("metadata.name is empty")
 	}

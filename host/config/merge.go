@@ -242,7 +242,7 @@ func (c *PodConfig) filter(source string, pods []*v1.Pod) []*v1.Pod {
 		if p == nil {
 			continue
 		}
-		if err := validate(p); err != nil {
+		if err := Validate(p); err != nil {
 			c.log.Error("invalid pod skipped", "source", source, "error", err)
 			continue
 		}
@@ -252,7 +252,9 @@ func (c *PodConfig) filter(source string, pods []*v1.Pod) []*v1.Pod {
 			continue
 		}
 		names[fn] = true
-		out = append(out, p.DeepCopy())
+		p = p.DeepCopy()
+		ApplyPodDefaults(p)
+		out = append(out, p)
 	}
 	return out
 }

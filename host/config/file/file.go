@@ -1,0 +1,315 @@
+// Package file is the built-in static pod source: one pod per file (YAML or
+// JSON) in a directory, watched with fsnotify and re-read periodically, made
+// into static pods as the kubelet's file source does (name suffixed with the
+// node name, UID = config hash, config annotations, API defaults).
+//
+// A file that cannot be read or decoded is logged, naming the file, and
+// skipped; every other pod is untouched. A file that was good and turns bad
+// keeps its last good pod until it is fixed or removed, so a half-saved edit
+// never kills a running pod.
+package file
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/hashicorp/go-hclog"
+	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wasmlet/wasmlet/host/config"
+)
+
+// Config configures the file source.
+type Config struct {
+	// Path is the directory of manifests (or a single manifest file).
+	Path string
+	// NodeName is this node's name, the pods' name suffix and spec.nodeName.
+	NodeName string
+	// CheckFrequency is the period of the full re-read besides the watch;
+	// 0 means 20 s.
+	CheckFrequency time.Duration
+	// Batch is how long changes seen by the watch are gathered before they
+	// are sent as one update; 0 means 20 ms.
+	Batch time.Duration
+	// Logger receives one line per bad file; nil discards.
+	Logger hclog.Logger
+}
+
+// Source is the file source. Create it with New.
+type Source struct {
+	cfg   Config
+	log   hclog.Logger
+	files map[string]*entry // by path; only Run's goroutine touches it
+}
+
+// entry is what the source knows of one file.
+type entry struct {
+	sum [32]byte // of the content last read
+	pod *v1.Pod  // last good pod; nil if the file never decoded
+	bad bool     // the content of sum did not decode
+}
+
+// New returns the file source of cfg.
+func New(cfg Config) *Source {
+	if cfg.CheckFrequency <= 0 {
+		cfg.CheckFrequency = 20 * time.Second
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 20 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &Source{cfg: cfg, log: cfg.Logger, files: map[string]*entry{}}
+}
+
+// Name is "file".
+func (s *Source) Name() string { return config.FileSource }
+
+// Run sends a SET of every pod at start and at every CheckFrequency, and
+// ADD/REMOVE updates for the files the watch reports in between, until ctx is
+// done. A missing directory is an empty set (logged) until it appears.
+func (s *Source) Run(ctx context.Context, updates chan<- config.PodUpdate) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("file source: %w", err)
+	}
+	defer w.Close()
+	watching := false
+	watch := func() {
+		if watching {
+			return
+		}
+		if err := w.Add(s.cfg.Path); err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				s.log.Error("cannot watch static pod path", "path", s.cfg.Path, "error", err)
+			}
+			return
+		}
+		watching = true
+	}
+	send := func(u config.PodUpdate) bool {
+		u.Source = config.FileSource
+		select {
+		case updates <- u:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	watch()
+	if !send(config.PodUpdate{Op: config.OpSet, Pods: s.scan()}) {
+		return ctx.Err()
+	}
+
+	tick := time.NewTicker(s.cfg.CheckFrequency)
+	defer tick.Stop()
+	dirty := map[string]bool{}
+	var flush <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			watch()
+			clear(dirty)
+			flush = nil
+			if !send(config.PodUpdate{Op: config.OpSet, Pods: s.scan()}) {
+				return ctx.Err()
+			}
+		case ev, ok := <-w.Events:
+			if !ok {
+				return errors.New("file source: watcher closed")
+			}
+			if ev.Name == s.cfg.Path && ev.Has(fsnotify.Remove|fsnotify.Rename) {
+				// The directory itself went away: re-watch at the next tick.
+				watching = false
+			}
+			dirty[ev.Name] = true
+			if flush == nil {
+				flush = time.After(s.cfg.Batch)
+			}
+		case err, ok := <-w.Errors:
+			if !ok {
+				return errors.New("file source: watcher closed")
+			}
+			s.log.Error("static pod path watch error", "path", s.cfg.Path, "error", err)
+		case <-flush:
+			flush = nil
+			add, remove := s.refresh(dirty)
+			clear(dirty)
+			if len(remove) > 0 && !send(config.PodUpdate{Op: config.OpRemove, Pods: remove}) {
+				return ctx.Err()
+			}
+			if len(add) > 0 && !send(config.PodUpdate{Op: config.OpAdd, Pods: add}) {
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+// scan reads every manifest and returns the current pods, sorted by file.
+func (s *Source) scan() []*v1.Pod {
+	paths, err := s.list()
+	if err != nil {
+		s.log.Error("cannot read static pod path", "path", s.cfg.Path, "error", err)
+	}
+	seen := make(map[string]bool, len(paths))
+	pods := make([]*v1.Pod, 0, len(paths))
+	for _, p := range paths {
+		seen[p] = true
+		if e := s.read(p); e != nil && e.pod != nil {
+			pods = append(pods, e.pod.DeepCopy())
+		}
+	}
+	for p := range s.files {
+		if !seen[p] {
+			delete(s.files, p)
+		}
+	}
+	return pods
+}
+
+// refresh re-reads the given paths; it returns the pods that are new or
+// changed and the pods whose file is gone or whose new content replaced
+// them under another UID.
+func (s *Source) refresh(paths map[string]bool) (add, remove []*v1.Pod) {
+	sorted := make([]string, 0, len(paths))
+	for p := range paths {
+		sorted = append(sorted, p)
+	}
+	sort.Strings(sorted)
+	for _, p := range sorted {
+		if p != s.cfg.Path && !manifestName(p) {
+			continue
+		}
+		old := s.files[p]
+		var oldPod *v1.Pod
+		if old != nil {
+			oldPod = old.pod
+		}
+		fi, err := os.Stat(p)
+		if err != nil || fi.IsDir() {
+			delete(s.files, p)
+			if oldPod != nil {
+				remove = append(remove, oldPod.DeepCopy())
+			}
+			continue
+		}
+		e := s.read(p)
+		if e == nil || e.pod == nil || e.pod == oldPod {
+			continue
+		}
+		if oldPod != nil && oldPod.UID != e.pod.UID {
+			remove = append(remove, oldPod.DeepCopy())
+		}
+		add = append(add, e.pod.DeepCopy())
+	}
+	return add, remove
+}
+
+// list returns the manifest files: the regular files of the directory that
+// are not hidden, or the path itself when it is a file.
+func (s *Source) list() ([]string, error) {
+	fi, err := os.Stat(s.cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return []string{s.cfg.Path}, nil
+	}
+	des, err := os.ReadDir(s.cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, de := range des {
+		p := filepath.Join(s.cfg.Path, de.Name())
+		if !manifestName(p) {
+			continue
+		}
+		if de.IsDir() {
+			continue
+		}
+		if de.Type()&os.ModeSymlink != 0 {
+			if fi, err := os.Stat(p); err != nil || fi.IsDir() {
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// manifestName skips hidden files (editors' swap files, "..data").
+func manifestName(p string) bool {
+	return !strings.HasPrefix(filepath.Base(p), ".")
+}
+
+// read reads one file, updating its entry; unchanged content is not decoded
+// again. A bad content is logged once.
+func (s *Source) read(path string) *entry {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		s.log.Error("cannot read static pod manifest; skipped", "file", path, "error", err)
+		return s.files[path]
+	}
+	sum := sha256.Sum256(b)
+	e := s.files[path]
+	if e != nil && e.sum == sum {
+		return e
+	}
+	if e == nil {
+		e = &entry{}
+		s.files[path] = e
+	}
+	e.sum = sum
+	pod, err := Decode(b, path, s.cfg.NodeName)
+	if err != nil {
+		e.bad = true
+		if e.pod != nil {
+			s.log.Error("bad static pod manifest; keeping the pod of its last good content", "file", path, "pod", e.pod.Namespace+"/"+e.pod.Name, "error", err)
+		} else {
+			s.log.Error("bad static pod manifest; skipped", "file", path, "error", err)
+		}
+		return e
+	}
+	e.bad, e.pod = false, pod
+	return e
+}
+
+// Decode decodes one manifest (YAML or JSON) of the file at path into a
+// static pod for the node: kind Pod, apiVersion v1, then
+// config.ApplyStaticDefaults. Errors name the file.
+func Decode(b []byte, path, nodeName string) (*v1.Pod, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf("%s: empty manifest", path)
+	}
+	var pod v1.Pod
+	if err := yaml.Unmarshal(b, &pod); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if pod.Kind != "Pod" || pod.APIVersion != "v1" {
+		return nil, fmt.Errorf("%s: want kind Pod, apiVersion v1; got kind %q, apiVersion %q", path, pod.Kind, pod.APIVersion)
+	}
+	if pod.Name == "" {
+		return nil, fmt.Errorf("%s: metadata.name is empty", path)
+	}
+	if err := config.ApplyStaticDefaults(&pod, config.StaticOptions{NodeName: nodeName, Location: path, File: true}); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := config.Validate(&pod); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &pod, nil
+}
