@@ -1,0 +1,250 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/wasmlet/wasmlet/abi"
+)
+
+// Plugin is one loaded plugin. Its methods are safe for concurrent use.
+type Plugin struct {
+	e         *engine
+	src       *source
+	manifest  abi.Manifest // validated, defaults filled, config overrides applied
+	ownEngine bool
+
+	rt          wazero.Runtime
+	compiled    wazero.CompiledModule
+	deadline    DeadlineMode
+	timeout     time.Duration
+	memoryPages uint32
+	pool        *pool
+	ext         *extismPlugin // abi: extism
+	stats       *stats
+	log         hclog.Logger
+	logBudget   logBudget
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+}
+
+// init fills the settings shared by both ABIs once the manifest is final.
+func (p *Plugin) init() error {
+	m := &p.manifest
+	p.timeout = m.Permissions.Timeout.Duration
+	if p.timeout <= 0 {
+		p.timeout = p.e.cfg.Timeout
+	}
+	p.memoryPages = m.Permissions.MemoryPages
+	if p.memoryPages == 0 {
+		p.memoryPages = p.e.cfg.MemoryPages
+	}
+	p.log = p.e.cfg.Logger.Named("plugin." + m.Name)
+	p.logBudget = logBudget{max: p.e.cfg.GuestLogMax}
+	p.stats = newStats()
+	p.pool = newPool(p, p.e.cfg.PoolSize)
+	if p.compiled != nil {
+		for n, md := range p.compiled.ExportedMemories() {
+			if md.Min() > p.memoryPages {
+				return pluginError(m.Name, ErrMemoryLimit, "memory %q needs %d pages at start, cap is %d", n, md.Min(), p.memoryPages)
+			}
+		}
+	}
+	return nil
+}
+
+// Name is the plugin's name.
+func (p *Plugin) Name() string { return p.manifest.Name }
+
+// Manifest returns the effective manifest: validated, defaults filled, a
+// bare module's derived fields, config overrides applied.
+func (p *Plugin) Manifest() abi.Manifest { return p.manifest }
+
+// Path is the file the plugin was loaded from (its manifest, or the .wasm).
+func (p *Plugin) Path() string {
+	if p.src.manifestPath != "" {
+		return p.src.manifestPath
+	}
+	return p.src.wasmPath
+}
+
+// WasmPath is the module file.
+func (p *Plugin) WasmPath() string { return p.src.wasmPath }
+
+// SHA256 is the hex sha256 of the module file.
+func (p *Plugin) SHA256() string { return p.src.sha256 }
+
+// Timeout is the effective per-call deadline.
+func (p *Plugin) Timeout() time.Duration { return p.timeout }
+
+// DeadlineMode is the deadline mechanism in force for this plugin.
+func (p *Plugin) DeadlineMode() DeadlineMode { return p.deadline }
+
+// Exports lists the module's exported functions (for `plugin inspect`).
+func (p *Plugin) Exports() []api.FunctionDefinition {
+	if p.compiled == nil {
+		return nil
+	}
+	var out []api.FunctionDefinition
+	for _, d := range p.compiled.ExportedFunctions() {
+		out = append(out, d)
+	}
+	return out
+}
+
+// Imports lists the module's imported functions, as in the file (the deadline
+// instrumentation's own import excluded).
+func (p *Plugin) Imports() []api.FunctionDefinition {
+	if p.compiled == nil {
+		return nil
+	}
+	var out []api.FunctionDefinition
+	for _, d := range p.compiled.ImportedFunctions() {
+		if mod, _, _ := d.Import(); mod == meterModule {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// Close releases the plugin's instances and compiled code. Calls in flight
+// finish; later calls fail with ErrClosed.
+func (p *Plugin) Close(ctx context.Context) error {
+	p.closeOnce.Do(func() {
+		p.closed.Store(true)
+		if p.pool != nil {
+			p.pool.close()
+		}
+		if p.ext != nil {
+			p.ext.close(ctx)
+		}
+		if p.compiled != nil {
+			p.compiled.Close(ctx)
+		}
+		if p.ownEngine {
+			p.e.close(ctx)
+		}
+	})
+	return nil
+}
+
+// Call runs a kind's export with raw JSON input and returns the raw result,
+// copied out of guest memory. It is the path Admit, Source and Hook use, and
+// the one benchmarks measure.
+func (p *Plugin) Call(ctx context.Context, k abi.Kind, input []byte) ([]byte, error) {
+	return p.call(ctx, k, input, nil)
+}
+
+// call runs one call and, when resp is not nil, decodes the result into it
+// before the instance goes back to the pool: an instance that answered
+// garbage is discarded like one that trapped.
+func (p *Plugin) call(ctx context.Context, k abi.Kind, input []byte, resp any) ([]byte, error) {
+	if p.closed.Load() {
+		return nil, fmt.Errorf("plugin %q: %w", p.manifest.Name, ErrClosed)
+	}
+	if !p.manifest.HasKind(k) {
+		return nil, pluginError(p.manifest.Name, ErrNoKind, "%s (it implements %v)", k, p.manifest.Kinds)
+	}
+	start := time.Now()
+	var out []byte
+	var err error
+	if p.ext != nil {
+		out, err = p.ext.call(ctx, k, input)
+		if err == nil && resp != nil {
+			err = p.decode(k, out, resp)
+		}
+	} else {
+		out, err = p.callV1(ctx, k, input, resp)
+	}
+	p.stats.record(time.Since(start), err)
+	return out, err
+}
+
+func (p *Plugin) callV1(ctx context.Context, k abi.Kind, input []byte, resp any) ([]byte, error) {
+	inst, err := p.pool.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := inst.call(ctx, k, input)
+	if err == nil && resp != nil {
+		err = p.decode(k, out, resp)
+	}
+	p.pool.put(inst, err == nil)
+	return out, err
+}
+
+func (p *Plugin) decode(k abi.Kind, out []byte, resp any) error {
+	if err := decodeResult(out, resp); err != nil {
+		return pluginError(p.manifest.Name, ErrBadResult, "%s result: %v", k, err)
+	}
+	return nil
+}
+
+// Admit asks an admission plugin about a pod. A non-nil error means the call
+// failed (trap, timeout, bad result, or the response's Error field set — the
+// response is then returned too); the caller applies the failure policy.
+func (p *Plugin) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
+	resp := &abi.AdmitResponse{}
+	if err := p.roundTrip(ctx, abi.KindAdmission, req, resp); err != nil {
+		return nil, err
+	}
+	return resp, p.failed(resp.Error)
+}
+
+// Source polls a source plugin. Errors as for Admit.
+func (p *Plugin) Source(ctx context.Context, req *abi.SourceRequest) (*abi.SourceResponse, error) {
+	resp := &abi.SourceResponse{}
+	if err := p.roundTrip(ctx, abi.KindSource, req, resp); err != nil {
+		return nil, err
+	}
+	return resp, p.failed(resp.Error)
+}
+
+// Hook calls a hook plugin at a lifecycle point. Errors as for Admit.
+func (p *Plugin) Hook(ctx context.Context, req *abi.HookRequest) (*abi.HookResponse, error) {
+	resp := &abi.HookResponse{}
+	if err := p.roundTrip(ctx, abi.KindHook, req, resp); err != nil {
+		return nil, err
+	}
+	return resp, p.failed(resp.Error)
+}
+
+// failed turns a response's Error field into an error (counted as one).
+func (p *Plugin) failed(msg string) error {
+	if msg == "" {
+		return nil
+	}
+	p.stats.countError()
+	return pluginError(p.manifest.Name, ErrPluginFailed, "%s", msg)
+}
+
+func (p *Plugin) roundTrip(ctx context.Context, k abi.Kind, req, resp any) error {
+	in, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("plugin %q: encode %s request: %w", p.manifest.Name, k, err)
+	}
+	_, err = p.call(ctx, k, in, resp)
+	return err
+}
+
+// decodeResult decodes a guest's JSON result: exactly one JSON value that
+// fits the response type.
+func decodeResult(out []byte, v any) error {
+	if len(out) == 0 {
+		return fmt.Errorf("empty result")
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		return fmt.Errorf("invalid JSON (%d bytes): %v", len(out), err)
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/wasmlet/wasmlet/abi"
+)
+
+// engine owns the wazero runtimes of one host (one per deadline mode that is
+// in use, all sharing one compilation cache) and the host module.
+type engine struct {
+	cfg   Config
+	cache wazero.CompilationCache
+
+	mu       sync.Mutex
+	runtimes map[bool]wazero.Runtime // key: WithCloseOnContextDone
+}
+
+func newEngine(ctx context.Context, cfg Config) (*engine, error) {
+	e := &engine{cfg: cfg, runtimes: map[bool]wazero.Runtime{}}
+	if cfg.CacheDir != "" {
+		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("compilation cache %s: %w", cfg.CacheDir, err)
+		}
+		e.cache = c
+	} else {
+		e.cache = wazero.NewCompilationCache()
+	}
+	return e, nil
+}
+
+// runtime returns the runtime for a deadline mechanism, creating it (with
+// WASI and the wasmlet host module) on first use.
+func (e *engine) runtime(ctx context.Context, closeOnDone bool) (wazero.Runtime, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := e.runtimes[closeOnDone]; ok {
+		return r, nil
+	}
+	rc := wazero.NewRuntimeConfigCompiler().
+		WithCompilationCache(e.cache).
+		WithCloseOnContextDone(closeOnDone)
+	r := wazero.NewRuntimeWithConfig(ctx, rc)
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+		r.Close(ctx)
+		return nil, fmt.Errorf("instantiate WASI: %w", err)
+	}
+	if err := instantiateHostModule(ctx, r); err != nil {
+		r.Close(ctx)
+		return nil, fmt.Errorf("instantiate host module: %w", err)
+	}
+	e.runtimes[closeOnDone] = r
+	return r, nil
+}
+
+func (e *engine) close(ctx context.Context) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k, r := range e.runtimes {
+		r.Close(ctx)
+		delete(e.runtimes, k)
+	}
+	e.cache.Close(ctx)
+}
+
+// load reads, verifies, compiles and checks one plugin.
+func (e *engine) load(ctx context.Context, path string, overrides map[string]string) (*Plugin, error) {
+	src, err := readSource(path)
+	if err != nil {
+		return nil, err
+	}
+	name := src.manifest.Name
+	if src.manifest.ABI == abi.Extism || (src.synthesized && importsExtism(src.wasm)) {
+		return e.loadExtism(ctx, src, overrides)
+	}
+	p := &Plugin{e: e, src: src, manifest: src.manifest}
+	if len(overrides) > 0 {
+		cfg := map[string]string{}
+		for k, v := range src.manifest.Config {
+			cfg[k] = v
+		}
+		for k, v := range overrides {
+			cfg[k] = v
+		}
+		p.manifest.Config = cfg
+	}
+	mode := e.cfg.Deadline
+	wasm := src.wasm
+	if mode == DeadlineAuto || mode == DeadlineMeter {
+		metered, merr := meter(wasm)
+		switch {
+		case merr == nil:
+			wasm, mode = metered, DeadlineMeter
+		case mode == DeadlineMeter:
+			return nil, pluginError(name, ErrCompile, "%s: cannot instrument for deadlines: %v", src.wasmPath, merr)
+		default:
+			e.cfg.Logger.Debug("module not metered, using close-on-context-done", "plugin", name, "file", src.wasmPath, "reason", merr)
+			mode = DeadlineCloseOnDone
+		}
+	}
+	p.deadline = mode
+	r, err := e.runtime(ctx, mode == DeadlineCloseOnDone)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", name, err)
+	}
+	p.rt = r
+	compiled, err := r.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, pluginError(name, ErrCompile, "%s: %v", src.wasmPath, err)
+	}
+	p.compiled = compiled
+	if err := p.checkV1(); err != nil {
+		compiled.Close(ctx)
+		return nil, err
+	}
+	if err := p.init(); err != nil {
+		compiled.Close(ctx)
+		return nil, err
+	}
+	// Instantiate one instance now: a module that traps in _initialize or
+	// needs more memory than its cap fails at load, not at its first call.
+	inst, err := p.pool.get(ctx)
+	if err != nil {
+		p.Close(ctx)
+		return nil, err
+	}
+	p.pool.put(inst, true)
+	return p, nil
+}
+
+// checkV1 verifies the version marker, the exports' signatures, and derives
+// the kinds of a bare module.
+func (p *Plugin) checkV1() error {
+	name, file := p.manifest.Name, p.src.wasmPath
+	exports := p.compiled.ExportedFunctions()
+	var other []string
+	for n := range exports {
+		if strings.HasPrefix(n, abi.ExportVersionPrefix) && n != abi.ExportVersionV1 {
+			other = append(other, n)
+		}
+	}
+	marker, ok := exports[abi.ExportVersionV1]
+	if !ok {
+		if len(other) > 0 {
+			return pluginError(name, ErrABIVersion, "%s exports %s; this host speaks %s", file, strings.Join(other, ", "), abi.ExportVersionV1)
+		}
+		return pluginError(name, ErrABIVersion, "%s has no version marker export %s", file, abi.ExportVersionV1)
+	}
+	if !sig(marker, nil, nil) {
+		return pluginError(name, ErrABIVersion, "%s: %s must take and return nothing", file, abi.ExportVersionV1)
+	}
+	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
+	if f, ok := exports[abi.ExportAlloc]; !ok {
+		return pluginError(name, ErrMissingExport, "%s does not export %s", file, abi.ExportAlloc)
+	} else if !sig(f, []api.ValueType{i32}, []api.ValueType{i32}) {
+		return pluginError(name, ErrMissingExport, "%s: %s must be (i32) -> i32", file, abi.ExportAlloc)
+	}
+	if f, ok := exports[abi.ExportInitialize]; ok && !sig(f, nil, nil) {
+		return pluginError(name, ErrMissingExport, "%s: %s must take and return nothing", file, abi.ExportInitialize)
+	}
+	var found []abi.Kind
+	for _, k := range abi.Kinds {
+		f, ok := exports[abi.ExportForKind(k)]
+		if !ok {
+			continue
+		}
+		if !sig(f, []api.ValueType{i32, i32}, []api.ValueType{i64}) {
+			return pluginError(name, ErrMissingExport, "%s: %s must be (i32, i32) -> i64", file, abi.ExportForKind(k))
+		}
+		found = append(found, k)
+	}
+	if p.src.synthesized {
+		if len(found) == 0 {
+			return pluginError(name, ErrMissingExport, "%s exports none of %s, %s, %s", file, abi.ExportAdmit, abi.ExportSource, abi.ExportHook)
+		}
+		p.manifest.ABI = abi.V1
+		p.manifest.Kinds = found
+		if err := p.manifest.Validate(); err != nil {
+			return pluginError(name, ErrManifest, "derived from %s: %v", file, err)
+		}
+		return nil
+	}
+	for _, k := range p.manifest.Kinds {
+		if _, ok := exports[abi.ExportForKind(k)]; !ok {
+			return pluginError(name, ErrMissingExport, "manifest declares kind %s but %s does not export %s", k, file, abi.ExportForKind(k))
+		}
+	}
+	return nil
+}
+
+func sig(f api.FunctionDefinition, params, results []api.ValueType) bool {
+	return string(f.ParamTypes()) == string(params) && string(f.ResultTypes()) == string(results)
+}
+
+// importsExtism reports whether a module imports Extism's kernel. It is a
+// cheap byte search: a false positive only routes the module to the Extism
+// loader, which then fails with a clear error.
+func importsExtism(wasm []byte) bool {
+	return strings.Contains(string(wasm), "extism:host/env")
+}
+
+var errNoMemory = errors.New("module exports no memory")
