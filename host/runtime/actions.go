@@ -1,0 +1,208 @@
+package runtime
+
+import (
+	v1 "k8s.io/api/core/v1"
+)
+
+// podActions is what SyncPod must do to bring a pod to its spec (the
+// kubelet's podActions).
+type podActions struct {
+	// KillPod: stop every container and the sandbox first.
+	KillPod bool
+	// CreateSandbox: start a new sandbox with Attempt.
+	CreateSandbox bool
+	// SandboxID is the current sandbox, when kept.
+	SandboxID string
+	Attempt   uint32
+	// NextInitContainerToStart is the next init container, or nil.
+	NextInitContainerToStart *v1.Container
+	// ContainersToStart are indexes into pod.Spec.Containers.
+	ContainersToStart []int
+	// EphemeralContainersToStart are indexes into pod.Spec.EphemeralContainers.
+	EphemeralContainersToStart []int
+	// ContainersToKill maps a container ID to why it is killed.
+	ContainersToKill map[string]killInfo
+}
+
+type killInfo struct {
+	name      string
+	container *v1.Container
+	message   string
+}
+
+func shouldRestartOnFailure(pod *v1.Pod) bool {
+	return pod.Spec.RestartPolicy != v1.RestartPolicyNever
+}
+
+func containerSucceeded(c *v1.Container, st *PodStatus) bool {
+	s := st.FindContainer(c.Name)
+	return s != nil && s.State == StateExited && s.ExitCode == 0
+}
+
+// shouldContainerBeRestarted is the kubelet's ShouldContainerBeRestarted.
+func shouldContainerBeRestarted(c *v1.Container, pod *v1.Pod, st *PodStatus) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	s := st.FindContainer(c.Name)
+	if s == nil {
+		return true
+	}
+	switch s.State {
+	case StateRunning:
+		return false
+	case StateUnknown, StateCreated:
+		return true
+	}
+	switch pod.Spec.RestartPolicy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return s.ExitCode != 0
+	}
+	return true
+}
+
+// podSandboxChanged tells whether the pod needs a new sandbox, with the
+// new attempt number and the current sandbox's ID.
+func podSandboxChanged(pod *v1.Pod, st *PodStatus) (bool, uint32, string) {
+	if len(st.Sandboxes) == 0 {
+		return true, 0, ""
+	}
+	ready := 0
+	for _, s := range st.Sandboxes {
+		if s.Ready {
+			ready++
+		}
+	}
+	newest := st.Sandboxes[0]
+	switch {
+	case ready > 1, !newest.Ready:
+		return true, newest.Attempt + 1, newest.ID
+	case newest.HostNetwork != pod.Spec.HostNetwork:
+		return true, newest.Attempt + 1, newest.ID
+	case !pod.Spec.HostNetwork && len(newest.IPs) == 0:
+		return true, newest.Attempt + 1, newest.ID
+	}
+	return false, newest.Attempt, newest.ID
+}
+
+func isInitContainerFailed(s *ContainerStatus) bool {
+	return (s.State == StateExited && s.ExitCode != 0) || s.State == StateUnknown
+}
+
+// findNextInitContainerToRun returns the status of the last failed init
+// container (if any), the next init container to run, and whether all
+// init containers are done.
+func findNextInitContainerToRun(pod *v1.Pod, st *PodStatus) (*ContainerStatus, *v1.Container, bool) {
+	inits := pod.Spec.InitContainers
+	if len(inits) == 0 {
+		return nil, nil, true
+	}
+	// A running app container means the init containers ran.
+	for i := range pod.Spec.Containers {
+		if s := st.FindContainer(pod.Spec.Containers[i].Name); s != nil && s.State == StateRunning {
+			return nil, nil, true
+		}
+	}
+	for i := len(inits) - 1; i >= 0; i-- {
+		if s := st.FindContainer(inits[i].Name); s != nil && isInitContainerFailed(s) {
+			return s, &inits[i], false
+		}
+	}
+	for i := len(inits) - 1; i >= 0; i-- {
+		s := st.FindContainer(inits[i].Name)
+		if s == nil {
+			continue
+		}
+		if s.State == StateRunning || s.State == StateCreated {
+			return nil, nil, false
+		}
+		if s.State == StateExited {
+			if i == len(inits)-1 {
+				return nil, nil, true
+			}
+			return nil, &inits[i+1], false
+		}
+	}
+	return nil, &inits[0], false
+}
+
+// computePodActions is the kubelet's computePodActions, step 1 of SyncPod.
+func computePodActions(pod *v1.Pod, st *PodStatus) podActions {
+	create, attempt, sandboxID := podSandboxChanged(pod, st)
+	a := podActions{KillPod: create, CreateSandbox: create, SandboxID: sandboxID, Attempt: attempt, ContainersToKill: map[string]killInfo{}}
+
+	if create {
+		if !shouldRestartOnFailure(pod) && attempt != 0 && len(st.Containers) != 0 {
+			// The pod ran and must not be restarted: just make sure it is dead.
+			a.CreateSandbox = false
+			return a
+		}
+		var toStart []int
+		for i := range pod.Spec.Containers {
+			if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && containerSucceeded(&pod.Spec.Containers[i], st) {
+				continue
+			}
+			toStart = append(toStart, i)
+		}
+		if len(toStart) == 0 {
+			if _, _, done := findNextInitContainerToRun(pod, st); done {
+				a.CreateSandbox = false
+				return a
+			}
+		}
+		if len(pod.Spec.InitContainers) != 0 {
+			a.NextInitContainerToStart = &pod.Spec.InitContainers[0]
+			return a
+		}
+		a.ContainersToStart = toStart
+		return a
+	}
+
+	for i := range pod.Spec.EphemeralContainers {
+		if st.FindContainer(pod.Spec.EphemeralContainers[i].Name) == nil {
+			a.EphemeralContainersToStart = append(a.EphemeralContainersToStart, i)
+		}
+	}
+
+	initLast, next, done := findNextInitContainerToRun(pod, st)
+	if !done {
+		if next != nil {
+			if initLast != nil && isInitContainerFailed(initLast) && !shouldRestartOnFailure(pod) {
+				a.KillPod = true
+			} else {
+				if initLast != nil && initLast.State == StateUnknown {
+					a.ContainersToKill[initLast.ID] = killInfo{name: next.Name, container: next, message: "Init container is in unknown state, try killing it before restart"}
+				}
+				a.NextInitContainerToStart = next
+			}
+		}
+		return a
+	}
+
+	keep := 0
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		s := st.FindContainer(c.Name)
+		if s != nil && (s.State == StateUnknown || s.State == StateCreated) {
+			a.ContainersToKill[s.ID] = killInfo{name: c.Name, container: c, message: "Container is in " + string(s.State) + " state, try killing it before restart"}
+		}
+		if s == nil || s.State != StateRunning {
+			if shouldContainerBeRestarted(c, pod, st) {
+				a.ContainersToStart = append(a.ContainersToStart, i)
+			}
+			continue
+		}
+		if s.Hash == HashContainer(c) {
+			keep++
+			continue
+		}
+		a.ContainersToStart = append(a.ContainersToStart, i)
+		a.ContainersToKill[s.ID] = killInfo{name: c.Name, container: c, message: "Container " + c.Name + " definition changed, will be restarted"}
+	}
+	if keep == 0 && len(a.ContainersToStart) == 0 {
+		a.KillPod = true
+	}
+	return a
+}

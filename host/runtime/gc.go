@@ -1,0 +1,110 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// GarbageCollect removes what the runtime and the disk hold for nothing,
+// as the kubelet's container GC and orphan cleanup: for pods keep says no
+// to, every dead container and sandbox (sandboxes are stopped first) and
+// the pod and log directories once the runtime holds nothing of the pod;
+// for kept pods, dead containers beyond the newest per name and dead
+// sandboxes other than the newest that hold no container. Running
+// containers are never touched: killing is the pod workers' job.
+func (m *Manager) GarbageCollect(ctx context.Context, keep func(types.UID) bool) error {
+	pods, err := m.GetPods(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	inRuntime := map[types.UID]bool{}
+	for _, p := range pods {
+		kept := keep(p.UID)
+		objs := append([]Object(nil), p.Objects...)
+		sort.Slice(objs, func(i, j int) bool { return objs[i].CreatedAt.After(objs[j].CreatedAt) })
+		live := false
+		seenDead := map[string]bool{}
+		for _, o := range objs {
+			if o.Sandbox || o.State == StateRunning {
+				live = live || o.State == StateRunning
+				continue
+			}
+			if kept && !seenDead[o.Name] {
+				seenDead[o.Name] = true
+				continue
+			}
+			if err := m.rs.RemoveContainer(ctx, o.ID); err != nil {
+				errs = append(errs, fmt.Errorf("remove container %s of pod %s/%s: %w", o.ID, p.Namespace, p.Name, err))
+			}
+		}
+		first := true
+		for _, o := range objs {
+			if !o.Sandbox {
+				continue
+			}
+			newest := first
+			first = false
+			if o.State == StateRunning {
+				continue
+			}
+			if kept && (newest || m.sandboxHasContainers(p, o.ID)) {
+				continue
+			}
+			if err := m.rs.StopPodSandbox(ctx, o.ID); err != nil {
+				errs = append(errs, fmt.Errorf("stop sandbox %s of pod %s/%s: %w", o.ID, p.Namespace, p.Name, err))
+				continue
+			}
+			if err := m.rs.RemovePodSandbox(ctx, o.ID); err != nil {
+				errs = append(errs, fmt.Errorf("remove sandbox %s of pod %s/%s: %w", o.ID, p.Namespace, p.Name, err))
+			}
+		}
+		if live || kept {
+			inRuntime[p.UID] = true
+		}
+	}
+	errs = append(errs, m.removeOrphanDirs(keep, inRuntime))
+	return errors.Join(errs...)
+}
+
+// sandboxHasContainers is true while a dead sandbox still holds container
+// instances the pod's restart count and last state come from.
+func (m *Manager) sandboxHasContainers(p *Pod, sandboxID string) bool {
+	for _, o := range p.Objects {
+		if !o.Sandbox && o.SandboxID == sandboxID {
+			return true
+		}
+	}
+	return false
+}
+
+// removeOrphanDirs removes <RootDir>/pods/<uid> of pods neither kept nor
+// in the runtime, with their <PodLogsDir>/<ns>_<name>_<uid>: only pods
+// wasmlet made a directory for, so a log directory shared with another
+// agent is safe.
+func (m *Manager) removeOrphanDirs(keep func(types.UID) bool, inRuntime map[types.UID]bool) error {
+	ents, err := os.ReadDir(filepath.Join(m.cfg.RootDir, "pods"))
+	if err != nil {
+		return nil
+	}
+	var errs []error
+	for _, e := range ents {
+		uid := types.UID(e.Name())
+		if !e.IsDir() || keep(uid) || inRuntime[uid] {
+			continue
+		}
+		logs, _ := filepath.Glob(filepath.Join(m.cfg.PodLogsDir, "*_*_"+e.Name()))
+		for _, dir := range append(logs, filepath.Join(m.cfg.RootDir, "pods", e.Name())) {
+			if err := os.RemoveAll(dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

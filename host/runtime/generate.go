@@ -1,0 +1,290 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wasmlet/wasmlet/abi"
+)
+
+func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+	o := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}
+	if pod.Spec.HostNetwork {
+		o.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostPID {
+		o.Pid = runtimeapi.NamespaceMode_NODE
+	} else if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+		o.Pid = runtimeapi.NamespaceMode_POD
+	}
+	if pod.Spec.HostIPC {
+		o.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	return o
+}
+
+// sandboxConfig is the CRI sandbox config of a pod, as the kubelet makes it.
+func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+	c := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
+		LogDirectory: m.PodLogDir(pod.Namespace, pod.Name, pod.UID),
+		Labels:       sandboxLabels(pod),
+		Annotations:  map[string]string{},
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)},
+		},
+	}
+	for k, v := range pod.Annotations {
+		c.Annotations[k] = v
+	}
+	// A host-network sandbox has no UTS namespace of its own: no hostname.
+	if !pod.Spec.HostNetwork {
+		c.Hostname = podHostname(pod)
+	}
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		c.Linux.SecurityContext.RunAsUser = int64Value(sc.RunAsUser)
+		c.Linux.SecurityContext.RunAsGroup = int64Value(sc.RunAsGroup)
+		c.Linux.SecurityContext.SupplementalGroups = sc.SupplementalGroups
+	}
+	for _, ctr := range pod.Spec.Containers {
+		for _, p := range ctr.Ports {
+			if p.HostPort == 0 {
+				continue
+			}
+			proto := runtimeapi.Protocol_TCP
+			switch p.Protocol {
+			case v1.ProtocolUDP:
+				proto = runtimeapi.Protocol_UDP
+			case v1.ProtocolSCTP:
+				proto = runtimeapi.Protocol_SCTP
+			}
+			c.PortMappings = append(c.PortMappings, &runtimeapi.PortMapping{Protocol: proto, ContainerPort: p.ContainerPort, HostPort: p.HostPort, HostIp: p.HostIP})
+		}
+	}
+	return c
+}
+
+func int64Value(p *int64) *runtimeapi.Int64Value {
+	if p == nil {
+		return nil
+	}
+	return &runtimeapi.Int64Value{Value: *p}
+}
+
+// containerConfig is the CRI container config of one container instance.
+func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, imageRef string, podIPs []string, adj *abi.Adjustment) (*runtimeapi.ContainerConfig, error) {
+	podDir := m.PodDir(pod.UID)
+	logDir := filepath.Join(m.PodLogDir(pod.Namespace, pod.Name, pod.UID), c.Name)
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("container %s: log directory: %w", c.Name, err)
+	}
+	mounts, err := volumeMounts(podDir, pod, c)
+	if err != nil {
+		return nil, err
+	}
+	if !mountsPath(c, "/etc/hosts") {
+		hosts, err := writeHostsFile(podDir, pod, podIPs)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: "/etc/hosts", HostPath: hosts})
+	}
+	if c.TerminationMessagePath != "" && !mountsPath(c, c.TerminationMessagePath) {
+		tl, err := terminationLogFile(podDir, c.Name)
+		if err != nil {
+			return nil, fmt.Errorf("container %s: termination log: %w", c.Name, err)
+		}
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: tl})
+	}
+	env, err := envVars(pod, c, podIPs)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
+		Command:     c.Command,
+		Args:        c.Args,
+		WorkingDir:  c.WorkingDir,
+		Envs:        env,
+		Mounts:      mounts,
+		Labels:      containerLabels(pod, c),
+		Annotations: containerAnnotations(pod, c, restartCount),
+		LogPath:     filepath.Join(c.Name, strconv.Itoa(restartCount)+".log"),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{
+			Resources:       resources(c),
+			SecurityContext: securityContext(pod, c),
+		},
+	}
+	if adj != nil {
+		for _, e := range adj.Env {
+			cfg.Envs = setEnv(cfg.Envs, e.Name, e.Value)
+		}
+		for k, v := range adj.Labels {
+			cfg.Labels[k] = v
+		}
+		for k, v := range adj.Annotations {
+			cfg.Annotations[k] = v
+		}
+	}
+	return cfg, nil
+}
+
+func mountsPath(c *v1.Container, path string) bool {
+	for _, vm := range c.VolumeMounts {
+		if vm.MountPath == path {
+			return true
+		}
+	}
+	return false
+}
+
+func setEnv(env []*runtimeapi.KeyValue, k, v string) []*runtimeapi.KeyValue {
+	for _, e := range env {
+		if e.Key == k {
+			e.Value = []byte(v)
+			return env
+		}
+	}
+	return append(env, &runtimeapi.KeyValue{Key: k, Value: []byte(v)})
+}
+
+// envVars resolves the container's env: values, $(VAR) references to
+// earlier variables, and the downward-API fields a static pod can know.
+func envVars(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, error) {
+	var env []*runtimeapi.KeyValue
+	vals := map[string]string{}
+	for _, e := range c.Env {
+		v := e.Value
+		switch {
+		case e.ValueFrom == nil:
+			v = expand(v, vals)
+		case e.ValueFrom.FieldRef != nil:
+			switch e.ValueFrom.FieldRef.FieldPath {
+			case "metadata.name":
+				v = pod.Name
+			case "metadata.namespace":
+				v = pod.Namespace
+			case "metadata.uid":
+				v = string(pod.UID)
+			case "spec.nodeName":
+				v = pod.Spec.NodeName
+			case "spec.serviceAccountName":
+				v = pod.Spec.ServiceAccountName
+			case "status.podIP":
+				if len(podIPs) > 0 {
+					v = podIPs[0]
+				}
+			default:
+				return nil, fmt.Errorf("container %s: env %s: fieldRef %q is not supported", c.Name, e.Name, e.ValueFrom.FieldRef.FieldPath)
+			}
+		default:
+			return nil, fmt.Errorf("container %s: env %s: only value and fieldRef are supported", c.Name, e.Name)
+		}
+		vals[e.Name] = v
+		env = setEnv(env, e.Name, v)
+	}
+	return env, nil
+}
+
+// expand replaces $(NAME) by an earlier variable's value, as Kubernetes
+// does; $$ is a literal $, and unknown references stay as they are.
+func expand(s string, vals map[string]string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch s[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(s[i+2:], ')')
+			if end < 0 {
+				b.WriteString(s[i:])
+				return b.String()
+			}
+			name := s[i+2 : i+2+end]
+			if v, ok := vals[name]; ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString(s[i : i+3+end])
+			}
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	return b.String()
+}
+
+// resources maps requests and limits to Linux resources as the kubelet
+// does (cpu shares from the request, CFS quota from the limit).
+func resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{CpuShares: 2}
+	if q, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
+		r.CpuShares = max(q.MilliValue()*1024/1000, 2)
+	} else if q, ok := c.Resources.Limits[v1.ResourceCPU]; ok {
+		r.CpuShares = max(q.MilliValue()*1024/1000, 2)
+	}
+	if q, ok := c.Resources.Limits[v1.ResourceCPU]; ok {
+		r.CpuPeriod = 100000
+		r.CpuQuota = max(q.MilliValue()*100000/1000, 1000)
+	}
+	if q, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
+		r.MemoryLimitInBytes = q.Value()
+	}
+	return r
+}
+
+func securityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
+	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
+	if psc := pod.Spec.SecurityContext; psc != nil {
+		sc.RunAsUser = int64Value(psc.RunAsUser)
+		sc.RunAsGroup = int64Value(psc.RunAsGroup)
+		sc.SupplementalGroups = psc.SupplementalGroups
+	}
+	if csc := c.SecurityContext; csc != nil {
+		if csc.RunAsUser != nil {
+			sc.RunAsUser = int64Value(csc.RunAsUser)
+		}
+		if csc.RunAsGroup != nil {
+			sc.RunAsGroup = int64Value(csc.RunAsGroup)
+		}
+		if csc.Privileged != nil {
+			sc.Privileged = *csc.Privileged
+		}
+		if csc.ReadOnlyRootFilesystem != nil {
+			sc.ReadonlyRootfs = *csc.ReadOnlyRootFilesystem
+		}
+		if csc.Capabilities != nil {
+			for _, c := range csc.Capabilities.Add {
+				sc.Capabilities = capsOr(sc.Capabilities)
+				sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(c))
+			}
+			for _, c := range csc.Capabilities.Drop {
+				sc.Capabilities = capsOr(sc.Capabilities)
+				sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(c))
+			}
+		}
+	}
+	return sc
+}
+
+func capsOr(c *runtimeapi.Capability) *runtimeapi.Capability {
+	if c == nil {
+		return &runtimeapi.Capability{}
+	}
+	return c
+}

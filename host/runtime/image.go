@@ -1,0 +1,64 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/flowcontrol"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// pullPolicy defaults an empty policy as the API server would: Always for
+// :latest or no tag, else IfNotPresent.
+func pullPolicy(c *v1.Container) v1.PullPolicy {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	img := c.Image
+	if i := strings.LastIndex(img, "@"); i >= 0 {
+		return v1.PullIfNotPresent
+	}
+	if i := strings.LastIndex(img, ":"); i < 0 || strings.Contains(img[i:], "/") || img[i+1:] == "latest" {
+		return v1.PullAlways
+	}
+	return v1.PullIfNotPresent
+}
+
+// ensureImage makes the container's image present per its pull policy and
+// returns its reference.
+func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sbConfig *runtimeapi.PodSandboxConfig, backOff *flowcontrol.Backoff) (string, error, string) {
+	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
+	policy := pullPolicy(c)
+	if policy != v1.PullAlways {
+		st, err := m.is.ImageStatus(ctx, spec, false)
+		if err != nil {
+			return "", ErrImagePull, fmt.Sprintf("image status of %q: %v", c.Image, err)
+		}
+		if img := st.GetImage(); img != nil {
+			if img.Id != "" {
+				return img.Id, nil, ""
+			}
+			return c.Image, nil, ""
+		}
+		if policy == v1.PullNever {
+			return "", ErrImageNeverPull, fmt.Sprintf("container image %q is not present with pull policy of Never", c.Image)
+		}
+	}
+	key := "image_" + string(pod.UID) + "_" + c.Image
+	if backOff != nil && backOff.IsInBackOffSinceUpdate(key, backOff.Clock.Now()) {
+		return "", ErrImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", c.Image)
+	}
+	ref, err := m.is.PullImage(ctx, spec, nil, sbConfig)
+	if err != nil {
+		if backOff != nil {
+			backOff.Next(key, backOff.Clock.Now())
+		}
+		return "", ErrImagePull, fmt.Sprintf("failed to pull image %q: %v", c.Image, err)
+	}
+	if backOff != nil {
+		backOff.DeleteEntry(key)
+	}
+	return ref, nil, ""
+}

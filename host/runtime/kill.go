@@ -1,0 +1,168 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmlet/wasmlet/abi"
+)
+
+// MinimumGracePeriod is the shortest grace a container gets: the kubelet
+// never waits less than 2 s on a kill.
+const MinimumGracePeriod int64 = 2
+
+// DefaultGracePeriod applies when neither the pod nor the container's
+// annotations say (the API default).
+const DefaultGracePeriod int64 = 30
+
+// KillPod stops the pod's running containers in parallel, each with its
+// grace period (PreStop first), then its ready sandboxes, then calls the
+// PodTerminated hook. pod may be nil for a pod known only to the runtime;
+// gracePeriodOverride, when set, replaces every grace period.
+func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, gracePeriodOverride *int64) error {
+	if status == nil {
+		return nil
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, cs := range status.Containers {
+		if cs.State != StateRunning && cs.State != StateCreated && cs.State != StateUnknown {
+			continue
+		}
+		var spec *v1.Container
+		if pod != nil {
+			spec = findSpec(pod, cs.Name)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.killContainerStatus(ctx, pod, spec, cs, "Stopping container "+cs.Name, gracePeriodOverride); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, sb := range status.Sandboxes {
+		if !sb.Ready {
+			continue
+		}
+		if err := m.rs.StopPodSandbox(ctx, sb.ID); err != nil {
+			errs = append(errs, fmt.Errorf("stop sandbox %s of pod %s/%s: %w", sb.ID, status.Namespace, status.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if pod != nil && m.cfg.Hooks != nil {
+		if _, err := m.cfg.Hooks.Hook(ctx, abi.HookPodTerminated, pod, nil); err != nil {
+			m.log.Warn("PodTerminated hook", "pod", pod.Namespace+"/"+pod.Name, "error", err)
+		}
+	}
+	return nil
+}
+
+func findSpec(pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+			return &c
+		}
+	}
+	return nil
+}
+
+// gracePeriod is the kubelet's: the pod's deletion grace, else its
+// termination grace, else what the container's annotations recorded.
+func gracePeriod(pod *v1.Pod, cs *ContainerStatus) int64 {
+	switch {
+	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
+		return *pod.DeletionGracePeriodSeconds
+	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
+		return *pod.Spec.TerminationGracePeriodSeconds
+	case cs != nil && cs.GracePeriod != nil:
+		return *cs.GracePeriod
+	}
+	return DefaultGracePeriod
+}
+
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Container, id, message string, override *int64) error {
+	cs := &ContainerStatus{ID: id}
+	if spec != nil {
+		cs.Name = spec.Name
+	}
+	return m.killContainerStatus(ctx, pod, spec, cs, message, override)
+}
+
+// killContainerStatus runs the PreStop hooks within the grace period,
+// then stops the container with what is left of it (at least 2 s).
+func (m *Manager) killContainerStatus(ctx context.Context, pod *v1.Pod, spec *v1.Container, cs *ContainerStatus, message string, override *int64) error {
+	grace := gracePeriod(pod, cs)
+	if grace > 0 && pod != nil && spec != nil {
+		start := time.Now()
+		m.preStop(ctx, pod, spec, cs.ID, grace)
+		grace -= int64(time.Since(start).Seconds())
+	}
+	if grace < MinimumGracePeriod {
+		grace = MinimumGracePeriod
+	}
+	if override != nil {
+		grace = *override
+	}
+	who := cs.Name
+	if pod != nil {
+		who = pod.Namespace + "/" + pod.Name + "/" + cs.Name
+	}
+	m.log.Debug("killing container", "container", who, "id", cs.ID, "grace", grace, "reason", message)
+	if err := m.rs.StopContainer(ctx, cs.ID, grace); err != nil {
+		return fmt.Errorf("stop container %s (%s): %w", who, cs.ID, err)
+	}
+	return nil
+}
+
+// preStop runs the PreStop hook plugins and the container's exec preStop
+// handler, bounded by the grace period.
+func (m *Manager) preStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id string, grace int64) {
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
+	defer cancel()
+	if m.cfg.Hooks != nil {
+		if _, err := m.cfg.Hooks.Hook(ctx, abi.HookPreStop, pod, c); err != nil {
+			m.log.Warn("PreStop hook", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "error", err)
+		}
+	}
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+		return
+	}
+	if ex := c.Lifecycle.PreStop.Exec; ex != nil {
+		if _, stderr, err := m.rs.ExecSync(ctx, id, ex.Command, time.Duration(grace)*time.Second); err != nil {
+			m.log.Warn("preStop exec", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "error", err, "stderr", string(stderr))
+		}
+	} else if sl := c.Lifecycle.PreStop.Sleep; sl != nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(sl.Seconds) * time.Second):
+		}
+	}
+}

@@ -1,0 +1,211 @@
+// Package runtime drives a CRI v1 runtime (containerd, CRI-O or the
+// embedded WASI runtime) through k8s.io/cri-client: it reads pods' state
+// (GetPods, GetPodStatus), brings a pod to its spec in the kubelet's seven
+// steps (SyncPod), kills pods gracefully (KillPod) and collects garbage.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	criclient "k8s.io/cri-client/pkg"
+
+	"github.com/wasmlet/wasmlet/abi"
+)
+
+// Hooks is called at pod and container lifecycle points (abi.HookPoint);
+// Wasm hook plugins implement it. container is nil at pod points. The
+// returned adjustment is honoured at PreSandbox (labels, annotations) and
+// PreCreate (env, labels, annotations); an error fails that step.
+type Hooks interface {
+	Hook(ctx context.Context, point abi.HookPoint, pod *v1.Pod, container *v1.Container) (*abi.Adjustment, error)
+}
+
+// Config configures a Manager.
+type Config struct {
+	// Endpoint is the CRI runtime endpoint, e.g. unix:///run/containerd/containerd.sock.
+	Endpoint string
+	// ImageEndpoint is the CRI image endpoint; empty means Endpoint.
+	ImageEndpoint string
+	// Timeout bounds each CRI call (and the initial connection); 0 means 2 min.
+	Timeout time.Duration
+	// RootDir holds pod directories: <RootDir>/pods/<uid>/{etc-hosts,containers,volumes}.
+	RootDir string
+	// PodLogsDir is the root of container logs:
+	// <PodLogsDir>/<namespace>_<pod>_<uid>/<container>/<restartCount>.log.
+	PodLogsDir string
+	// RuntimeHandler is passed to RunPodSandbox ("" is the default handler).
+	RuntimeHandler string
+	// Hooks, when not nil, is called at lifecycle points.
+	Hooks Hooks
+	// Logger receives structured logs; nil means no logs.
+	Logger hclog.Logger
+}
+
+// Manager is a connection to a CRI runtime plus the kubelet's logic on top
+// of it. It is safe for concurrent use by many pod workers.
+type Manager struct {
+	cfg     Config
+	rs      cri.RuntimeService
+	is      cri.ImageManagerService
+	log     hclog.Logger
+	name    string // runtime name, for "<name>://<id>"
+	version string
+
+	mu      sync.Mutex
+	reasons map[reasonKey]reason // last start failure per container
+}
+
+type reasonKey struct {
+	uid  types.UID
+	name string
+}
+
+type reason struct {
+	err error
+	msg string
+}
+
+// New connects to the runtime (checking it speaks CRI v1) and returns a
+// Manager.
+func New(ctx context.Context, cfg Config) (*Manager, error) {
+	if cfg.Endpoint == "" {
+		return nil, errors.New("runtime: no CRI endpoint")
+	}
+	if cfg.ImageEndpoint == "" {
+		cfg.ImageEndpoint = cfg.Endpoint
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 2 * time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.RootDir == "" || cfg.PodLogsDir == "" {
+		return nil, errors.New("runtime: RootDir and PodLogsDir are required")
+	}
+	rs, err := criclient.NewRemoteRuntimeServiceBuilder().WithEndpoint(cfg.Endpoint).
+		WithConnectionTimeout(cfg.Timeout).WithTracerProvider(nil).WithUseStreaming(false).Build(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: connect to CRI runtime %s: %w", cfg.Endpoint, err)
+	}
+	is, err := criclient.NewRemoteImageServiceBuilder().WithEndpoint(cfg.ImageEndpoint).
+		WithConnectionTimeout(cfg.Timeout).WithTracerProvider(nil).WithUseStreaming(false).Build(ctx)
+	if err != nil {
+		rs.Close(ctx)
+		return nil, fmt.Errorf("runtime: connect to CRI image service %s: %w", cfg.ImageEndpoint, err)
+	}
+	m := &Manager{cfg: cfg, rs: rs, is: is, log: cfg.Logger, reasons: map[reasonKey]reason{}}
+	v, err := rs.Version(ctx, "v1")
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("runtime: version of %s: %w", cfg.Endpoint, err)
+	}
+	m.name, m.version = v.RuntimeName, v.RuntimeVersion
+	return m, nil
+}
+
+// Close closes the connections.
+func (m *Manager) Close() error {
+	ctx := context.Background()
+	return errors.Join(m.rs.Close(ctx), m.is.Close(ctx))
+}
+
+// Name is the runtime's name ("containerd"), the scheme of container IDs
+// in pod status ("containerd://<id>").
+func (m *Manager) Name() string { return m.name }
+
+// Version is the runtime's version string.
+func (m *Manager) Version() string { return m.version }
+
+// Health is the runtime's condition.
+type Health struct {
+	// RuntimeReady is the runtime's RuntimeReady condition.
+	RuntimeReady bool
+	// NetworkReady is the NetworkReady condition; host-network pods run
+	// without it (containerd reports false without CNI config).
+	NetworkReady bool
+	// Message explains a false condition.
+	Message string
+}
+
+// Health calls the CRI Status and Version: an error or RuntimeReady=false
+// means the runtime is down.
+func (m *Manager) Health(ctx context.Context) (Health, error) {
+	if _, err := m.rs.Version(ctx, "v1"); err != nil {
+		return Health{}, fmt.Errorf("runtime %s: %w", m.cfg.Endpoint, err)
+	}
+	st, err := m.rs.Status(ctx, false)
+	if err != nil {
+		return Health{}, fmt.Errorf("runtime %s: status: %w", m.cfg.Endpoint, err)
+	}
+	var h Health
+	for _, c := range st.GetStatus().GetConditions() {
+		switch c.Type {
+		case runtimeapi.RuntimeReady:
+			h.RuntimeReady = c.Status
+		case runtimeapi.NetworkReady:
+			h.NetworkReady = c.Status
+		}
+		if !c.Status && c.Message != "" {
+			h.Message += c.Type + ": " + c.Message + "; "
+		}
+	}
+	return h, nil
+}
+
+// ContainerID formats a runtime container ID as the kubelet shows it in
+// pod status: "<runtime>://<id>".
+func (m *Manager) ContainerID(id string) string { return m.name + "://" + id }
+
+// WaitingReason is the reason and message of the named container's last
+// failed start (e.g. ErrCrashLoopBackOff), if its last start failed.
+func (m *Manager) WaitingReason(uid types.UID, container string) (reason, message string, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.reasons[reasonKey{uid, container}]
+	if !ok {
+		return "", "", false
+	}
+	return r.err.Error(), r.msg, true
+}
+
+func (m *Manager) setReason(uid types.UID, container string, err error, msg string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err == nil {
+		delete(m.reasons, reasonKey{uid, container})
+		return
+	}
+	m.reasons[reasonKey{uid, container}] = reason{err, msg}
+}
+
+// ForgetPod drops what the manager remembers about a pod (waiting reasons).
+func (m *Manager) ForgetPod(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.reasons {
+		if k.uid == uid {
+			delete(m.reasons, k)
+		}
+	}
+}
+
+// PodDir is <RootDir>/pods/<uid>, the pod's directory.
+func (m *Manager) PodDir(uid types.UID) string {
+	return filepath.Join(m.cfg.RootDir, "pods", string(uid))
+}
+
+// PodLogDir is <PodLogsDir>/<namespace>_<name>_<uid>.
+func (m *Manager) PodLogDir(namespace, name string, uid types.UID) string {
+	return filepath.Join(m.cfg.PodLogsDir, namespace+"_"+name+"_"+string(uid))
+}

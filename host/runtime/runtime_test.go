@@ -1,0 +1,309 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/cri-client/pkg/fake"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+func newTestManager(t testing.TB) (*Manager, *fake.RemoteRuntime) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "wlrt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	f := fake.NewFakeRemoteRuntime()
+	ep := "unix://" + filepath.Join(dir, "cri.sock")
+	if err := f.Start(ep); err != nil {
+		t.Fatal(err)
+	}
+	f.ImageService.SetFakeImageSize(1 << 20)
+	t.Cleanup(f.Stop)
+	m, err := New(context.Background(), Config{Endpoint: ep, Timeout: 10 * time.Second, RootDir: filepath.Join(dir, "root"), PodLogsDir: filepath.Join(dir, "logs")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m, f
+}
+
+func testPod(uid string, policy v1.RestartPolicy, containers ...string) *v1.Pod {
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-" + uid, Namespace: "default", UID: types.UID(uid), Labels: map[string]string{"app": "web"}},
+		Spec:       v1.PodSpec{RestartPolicy: policy, HostNetwork: true},
+	}
+	for _, c := range containers {
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: c, Image: "wasmlet.local/busybox:1.0", TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: v1.TerminationMessageReadFile})
+	}
+	return p
+}
+
+func (m *Manager) mustStatus(t *testing.T, pod *v1.Pod) *PodStatus {
+	t.Helper()
+	st, err := m.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func syncOnce(t *testing.T, m *Manager, pod *v1.Pod, bo *flowcontrol.Backoff) (*PodStatus, SyncResult) {
+	t.Helper()
+	r := m.SyncPod(context.Background(), pod, m.mustStatus(t, pod), bo)
+	return m.mustStatus(t, pod), r
+}
+
+// exit makes the fake runtime report the container as exited.
+func exit(f *fake.RemoteRuntime, id string, code int32, at time.Time) {
+	f.RuntimeService.Lock()
+	defer f.RuntimeService.Unlock()
+	c := f.RuntimeService.Containers[id]
+	c.State = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.ExitCode = code
+	c.FinishedAt = at.UnixNano()
+}
+
+func TestManager_SyncPod_StartsSandboxAndContainers(t *testing.T) {
+	m, f := newTestManager(t)
+	pod := testPod("u1", v1.RestartPolicyAlways, "a", "b")
+	st, r := syncOnce(t, m, pod, NewBackOff())
+	if err := r.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Sandboxes) != 1 || !st.Sandboxes[0].Ready || !st.Sandboxes[0].HostNetwork {
+		t.Fatalf("sandboxes = %+v", st.Sandboxes)
+	}
+	if len(st.Containers) != 2 {
+		t.Fatalf("containers = %d, want 2", len(st.Containers))
+	}
+	for _, c := range st.Containers {
+		if c.State != StateRunning || c.RestartCount != 0 || c.Hash != HashContainer(findSpec(pod, c.Name)) {
+			t.Errorf("container %s = %+v", c.Name, c)
+		}
+	}
+	// The kubelet's labels, annotations and log layout.
+	f.RuntimeService.Lock()
+	for _, c := range f.RuntimeService.Containers {
+		for k, want := range map[string]string{LabelPodName: pod.Name, LabelPodNamespace: "default", LabelPodUID: "u1", LabelContainerName: c.Metadata.Name} {
+			if c.Labels[k] != want {
+				t.Errorf("label %s = %q, want %q", k, c.Labels[k], want)
+			}
+		}
+		if c.Annotations[AnnotationRestartCount] != "0" || len(c.Annotations[AnnotationContainerHash]) != 8 || c.Annotations[AnnotationTerminationMessagePath] != "/dev/termination-log" {
+			t.Errorf("annotations = %v", c.Annotations)
+		}
+	}
+	for _, s := range f.RuntimeService.Sandboxes {
+		if s.Labels["app"] != "web" || s.Labels[LabelPodUID] != "u1" {
+			t.Errorf("sandbox labels = %v", s.Labels)
+		}
+	}
+	f.RuntimeService.Unlock()
+	if _, err := os.Stat(filepath.Join(m.PodLogDir("default", pod.Name, pod.UID), "a")); err != nil {
+		t.Errorf("container log dir: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(m.PodDir(pod.UID), "etc-hosts")); err != nil || !strings.HasPrefix(string(b), "# Kubernetes-managed hosts file (host network).") {
+		t.Errorf("etc-hosts = %q, %v", b, err)
+	}
+
+	// A second sync with nothing changed does nothing.
+	before := len(f.RuntimeService.GetCalls())
+	_, r = syncOnce(t, m, pod, NewBackOff())
+	for _, c := range f.RuntimeService.GetCalls()[before:] {
+		if c == "RunPodSandbox" || c == "CreateContainer" || c == "StopContainer" {
+			t.Errorf("idle sync called %s", c)
+		}
+	}
+	if len(r.Steps) != 0 {
+		t.Errorf("idle sync steps = %+v", r.Steps)
+	}
+}
+
+func TestManager_SyncPod_SpecChangeRestartsContainer(t *testing.T) {
+	m, _ := newTestManager(t)
+	pod := testPod("u2", v1.RestartPolicyAlways, "a")
+	st, _ := syncOnce(t, m, pod, NewBackOff())
+	old := st.Containers[0].ID
+	pod.Spec.Containers[0].Args = []string{"--new"}
+	st, r := syncOnce(t, m, pod, NewBackOff())
+	if err := r.Error(); err != nil {
+		t.Fatal(err)
+	}
+	cur := st.FindContainer("a")
+	if cur.ID == old || cur.State != StateRunning || cur.RestartCount != 1 || cur.Hash != HashContainer(&pod.Spec.Containers[0]) {
+		t.Fatalf("after spec change: %+v (old %s)", cur, old)
+	}
+}
+
+func TestManager_SyncPod_RestartPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		policy      v1.RestartPolicy
+		exitCode    int32
+		wantRestart bool
+	}{
+		{v1.RestartPolicyAlways, 0, true},
+		{v1.RestartPolicyAlways, 1, true},
+		{v1.RestartPolicyOnFailure, 0, false},
+		{v1.RestartPolicyOnFailure, 1, true},
+		{v1.RestartPolicyNever, 0, false},
+		{v1.RestartPolicyNever, 1, false},
+	} {
+		t.Run(string(tc.policy)+"/"+string(rune('0'+tc.exitCode)), func(t *testing.T) {
+			m, f := newTestManager(t)
+			pod := testPod("u3", tc.policy, "a")
+			st, _ := syncOnce(t, m, pod, NewBackOff())
+			exit(f, st.Containers[0].ID, tc.exitCode, time.Now().Add(-time.Minute))
+			st, r := syncOnce(t, m, pod, NewBackOff())
+			restarted := st.FindContainer("a").State == StateRunning
+			if restarted != tc.wantRestart {
+				t.Fatalf("restarted = %v, want %v (steps %+v)", restarted, tc.wantRestart, r.Steps)
+			}
+			if restarted && st.FindContainer("a").RestartCount != 1 {
+				t.Errorf("restart count = %d, want 1", st.FindContainer("a").RestartCount)
+			}
+			if !restarted && st.Sandboxes[0].Ready {
+				t.Errorf("sandbox of a finished pod still ready")
+			}
+		})
+	}
+}
+
+func TestManager_SyncPod_CrashLoopBackOff(t *testing.T) {
+	m, f := newTestManager(t)
+	clk := testingclock.NewFakeClock(time.Now())
+	bo := flowcontrol.NewFakeBackOff(BackOffInitial, BackOffMax, clk)
+	pod := testPod("u4", v1.RestartPolicyAlways, "a")
+	st, _ := syncOnce(t, m, pod, bo)
+	// First crash: restarted at once, back-off now 10 s.
+	exit(f, st.Containers[0].ID, 1, clk.Now())
+	st, r := syncOnce(t, m, pod, bo)
+	if st.FindContainer("a").State != StateRunning || r.Error() != nil {
+		t.Fatalf("first restart: %+v %v", st.FindContainer("a"), r.Error())
+	}
+	// Second crash within 10 s: back-off.
+	exit(f, st.FindContainer("a").ID, 1, clk.Now())
+	st, r = syncOnce(t, m, pod, bo)
+	if st.FindContainer("a").State == StateRunning || !strings.Contains(r.Error().Error(), "CrashLoopBackOff") {
+		t.Fatalf("want back-off, got %+v %v", st.FindContainer("a"), r.Error())
+	}
+	if reason, msg, ok := m.WaitingReason(pod.UID, "a"); !ok || reason != "CrashLoopBackOff" || !strings.Contains(msg, "back-off 10s") {
+		t.Errorf("waiting reason = %q %q %v", reason, msg, ok)
+	}
+	// After 10 s it restarts, with restart count 2, and the back-off doubles.
+	clk.Step(11 * time.Second)
+	st, r = syncOnce(t, m, pod, bo)
+	if c := st.FindContainer("a"); c.State != StateRunning || c.RestartCount != 2 || r.Error() != nil {
+		t.Fatalf("after back-off: %+v %v", c, r.Error())
+	}
+	if got := bo.Get(backOffKey(pod, &pod.Spec.Containers[0])); got != 20*time.Second {
+		t.Errorf("back-off = %v, want 20s", got)
+	}
+}
+
+func TestManager_SyncPod_InitContainersInOrder(t *testing.T) {
+	m, f := newTestManager(t)
+	pod := testPod("u5", v1.RestartPolicyAlways, "app")
+	pod.Spec.InitContainers = []v1.Container{{Name: "init1", Image: "i:1"}, {Name: "init2", Image: "i:1"}}
+	for _, want := range []string{"init1", "init2", "app"} {
+		st, r := syncOnce(t, m, pod, NewBackOff())
+		if r.Error() != nil {
+			t.Fatal(r.Error())
+		}
+		if c := st.Containers[0]; c.Name != want || c.State != StateRunning {
+			t.Fatalf("newest = %s %s, want %s running", c.Name, c.State, want)
+		}
+		if len(st.Containers) > 1 && st.Containers[1].State == StateRunning {
+			t.Fatalf("%s started while %s still runs", want, st.Containers[1].Name)
+		}
+		if want != "app" {
+			// An idle sync while the init container runs starts nothing.
+			st2, _ := syncOnce(t, m, pod, NewBackOff())
+			if len(st2.Containers) != len(st.Containers) {
+				t.Fatalf("started something while %s runs", want)
+			}
+			exit(f, st.Containers[0].ID, 0, time.Now())
+		}
+	}
+}
+
+func TestManager_SyncPod_FailedInitNeverKillsPod(t *testing.T) {
+	m, f := newTestManager(t)
+	pod := testPod("u6", v1.RestartPolicyNever, "app")
+	pod.Spec.InitContainers = []v1.Container{{Name: "init1", Image: "i:1"}}
+	st, _ := syncOnce(t, m, pod, NewBackOff())
+	exit(f, st.Containers[0].ID, 3, time.Now())
+	st, _ = syncOnce(t, m, pod, NewBackOff())
+	if st.FindContainer("app") != nil || st.Sandboxes[0].Ready {
+		t.Fatalf("app started or sandbox alive after failed init with Never: %+v", st)
+	}
+}
+
+func TestManager_KillPod_GracePeriod(t *testing.T) {
+	m, f := newTestManager(t)
+	pod := testPod("u7", v1.RestartPolicyAlways, "a")
+	zero := int64(0)
+	pod.Spec.TerminationGracePeriodSeconds = &zero
+	st, _ := syncOnce(t, m, pod, NewBackOff())
+	if err := m.KillPod(context.Background(), pod, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	st = m.mustStatus(t, pod)
+	if st.Running() {
+		t.Fatalf("pod still running: %+v", st)
+	}
+	calls := strings.Join(f.RuntimeService.GetCalls(), ",")
+	if !strings.Contains(calls, "StopContainer") || !strings.Contains(calls, "StopPodSandbox") {
+		t.Errorf("calls = %s", calls)
+	}
+	if g := gracePeriod(pod, nil); g != 0 {
+		t.Errorf("grace = %d", g)
+	}
+}
+
+func TestManager_GarbageCollect(t *testing.T) {
+	m, _ := newTestManager(t)
+	pod := testPod("u8", v1.RestartPolicyAlways, "a")
+	st, _ := syncOnce(t, m, pod, NewBackOff())
+	if err := m.KillPod(context.Background(), pod, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.GarbageCollect(context.Background(), func(types.UID) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := m.GetPods(context.Background())
+	if err != nil || len(pods) != 0 {
+		t.Fatalf("pods after GC = %v, %v", pods, err)
+	}
+	if _, err := os.Stat(m.PodDir(pod.UID)); !os.IsNotExist(err) {
+		t.Errorf("pod dir still there: %v", err)
+	}
+}
+
+func TestExpand(t *testing.T) {
+	vals := map[string]string{"A": "x"}
+	for in, want := range map[string]string{"$(A)/b": "x/b", "$$(A)": "$(A)", "$(B)": "$(B)", "a$": "a$", "$(A": "$(A"} {
+		if got := expand(in, vals); got != want {
+			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPullPolicy(t *testing.T) {
+	for img, want := range map[string]v1.PullPolicy{"busybox": v1.PullAlways, "busybox:latest": v1.PullAlways, "busybox:1.0": v1.PullIfNotPresent, "localhost:5000/busybox": v1.PullAlways, "b@sha256:00": v1.PullIfNotPresent} {
+		if got := pullPolicy(&v1.Container{Image: img}); got != want {
+			t.Errorf("pullPolicy(%s) = %s, want %s", img, got, want)
+		}
+	}
+}

@@ -1,0 +1,188 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+var managedSelector = map[string]string{LabelManaged: "true"}
+
+// GetPods lists every pod wasmlet manages in the runtime (the PLEG relist):
+// two CRI calls whatever the number of pods.
+func (m *Manager) GetPods(ctx context.Context) ([]*Pod, error) {
+	sbs, err := m.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: managedSelector})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: list sandboxes: %w", err)
+	}
+	cs, err := m.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: managedSelector})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: list containers: %w", err)
+	}
+	byUID := map[types.UID]*Pod{}
+	get := func(labels map[string]string) *Pod {
+		uid, name, ns := podRef(labels)
+		p := byUID[uid]
+		if p == nil {
+			p = &Pod{UID: uid, Name: name, Namespace: ns}
+			byUID[uid] = p
+		}
+		return p
+	}
+	for _, s := range sbs {
+		st := StateExited
+		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
+			st = StateRunning
+		}
+		p := get(s.Labels)
+		p.Objects = append(p.Objects, Object{ID: s.Id, Sandbox: true, State: st, CreatedAt: time.Unix(0, s.CreatedAt)})
+	}
+	for _, c := range cs {
+		p := get(c.Labels)
+		p.Objects = append(p.Objects, Object{ID: c.Id, SandboxID: c.PodSandboxId, Name: c.Labels[LabelContainerName], State: toState(c.State), CreatedAt: time.Unix(0, c.CreatedAt)})
+	}
+	pods := make([]*Pod, 0, len(byUID))
+	for _, p := range byUID {
+		pods = append(pods, p)
+	}
+	return pods, nil
+}
+
+func toState(s runtimeapi.ContainerState) ContainerState {
+	switch s {
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		return StateCreated
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		return StateRunning
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		return StateExited
+	}
+	return StateUnknown
+}
+
+func nanos(t int64) time.Time {
+	if t == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, t)
+}
+
+// GetPodStatus reads one pod's sandboxes and containers from the runtime.
+// A pod the runtime does not know has an empty status, not an error.
+func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
+	ts := time.Now()
+	sel := map[string]string{LabelPodUID: string(uid)}
+	sbs, err := m.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: list sandboxes of pod %s/%s: %w", namespace, name, err)
+	}
+	sort.Slice(sbs, func(i, j int) bool { return sbs[i].CreatedAt > sbs[j].CreatedAt })
+	ps := &PodStatus{UID: uid, Name: name, Namespace: namespace, Timestamp: ts}
+	for i, s := range sbs {
+		ss := &SandboxStatus{ID: s.Id, Attempt: s.GetMetadata().GetAttempt(), Ready: s.State == runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: nanos(s.CreatedAt)}
+		if i == 0 || ss.Ready {
+			resp, err := m.rs.PodSandboxStatus(ctx, s.Id, false)
+			if err != nil {
+				return nil, fmt.Errorf("runtime: status of sandbox %s of pod %s/%s: %w", s.Id, namespace, name, err)
+			}
+			st := resp.GetStatus()
+			ss.HostNetwork = st.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
+			if ip := st.GetNetwork().GetIp(); ip != "" {
+				ss.IPs = append(ss.IPs, ip)
+				for _, a := range st.GetNetwork().GetAdditionalIps() {
+					ss.IPs = append(ss.IPs, a.Ip)
+				}
+			}
+			if ss.Ready && ps.IPs == nil {
+				ps.IPs = ss.IPs
+			}
+		}
+		ps.Sandboxes = append(ps.Sandboxes, ss)
+	}
+	cs, err := m.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: list containers of pod %s/%s: %w", namespace, name, err)
+	}
+	for _, c := range cs {
+		resp, err := m.rs.ContainerStatus(ctx, c.Id, false)
+		if err != nil {
+			// Removed between the list and the status: skip it.
+			m.log.Debug("container status", "pod", namespace+"/"+name, "container", c.Id, "error", err)
+			continue
+		}
+		ps.Containers = append(ps.Containers, m.containerStatus(resp.GetStatus(), c.PodSandboxId))
+	}
+	sort.SliceStable(ps.Containers, func(i, j int) bool { return ps.Containers[i].CreatedAt.After(ps.Containers[j].CreatedAt) })
+	return ps, nil
+}
+
+func (m *Manager) containerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *ContainerStatus {
+	cs := &ContainerStatus{
+		ID:           s.Id,
+		SandboxID:    sandboxID,
+		Name:         s.GetLabels()[LabelContainerName],
+		State:        toState(s.State),
+		CreatedAt:    nanos(s.CreatedAt),
+		StartedAt:    nanos(s.StartedAt),
+		FinishedAt:   nanos(s.FinishedAt),
+		ExitCode:     s.ExitCode,
+		Reason:       s.Reason,
+		Message:      s.Message,
+		Image:        s.GetImage().GetImage(),
+		ImageRef:     s.ImageRef,
+		Hash:         s.GetAnnotations()[AnnotationContainerHash],
+		RestartCount: restartCountOf(s.GetAnnotations()),
+	}
+	if g, err := strconv.ParseInt(s.GetAnnotations()[AnnotationGracePeriod], 10, 64); err == nil {
+		cs.GracePeriod = &g
+	}
+	if cs.Name == "" {
+		cs.Name = s.GetMetadata().GetName()
+	}
+	if cs.State == StateExited && cs.Message == "" {
+		cs.Message = terminationMessage(s)
+	}
+	return cs
+}
+
+// terminationMessage reads the container's termination message file (at
+// most 4 KiB, as the kubelet), or the tail of its log under
+// FallbackToLogsOnError when it failed and wrote nothing.
+func terminationMessage(s *runtimeapi.ContainerStatus) string {
+	path := s.GetAnnotations()[AnnotationTerminationMessagePath]
+	if path != "" {
+		for _, mt := range s.Mounts {
+			if mt.ContainerPath != path {
+				continue
+			}
+			if b, err := readHead(mt.HostPath, 4096); err == nil && len(b) > 0 {
+				return string(b)
+			}
+		}
+	}
+	if s.GetAnnotations()[AnnotationTerminationPolicy] == string(v1.TerminationMessageFallbackToLogsOnError) && s.ExitCode != 0 && s.LogPath != "" {
+		return logTail(s.LogPath, 80, 2048)
+	}
+	return ""
+}
+
+func readHead(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	k, err := f.Read(b)
+	if k > 0 {
+		return b[:k], nil
+	}
+	return nil, err
+}

@@ -1,0 +1,217 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/flowcontrol"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wasmlet/wasmlet/abi"
+)
+
+// The kubelet's crash-loop back-off: 10 s doubling to 5 min.
+const (
+	BackOffInitial = 10 * time.Second
+	BackOffMax     = 5 * time.Minute
+)
+
+// NewBackOff returns the crash-loop and image-pull back-off the agent
+// passes to every SyncPod (keyed by pod and container).
+func NewBackOff() *flowcontrol.Backoff {
+	return flowcontrol.NewBackOff(BackOffInitial, BackOffMax)
+}
+
+// SyncPod brings the pod's sandbox and containers to its spec, in the
+// kubelet's seven steps: 1 compute actions; 2 kill the pod if its sandbox
+// changed; 3 kill unwanted containers; 4 create the sandbox; 5 ephemeral
+// containers; 6 the next init container; 7 app containers. status is the
+// pod's state read from the runtime (GetPodStatus, or the PLEG cache).
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, backOff *flowcontrol.Backoff) (result SyncResult) {
+	if status == nil {
+		status = &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	}
+	who := pod.Namespace + "/" + pod.Name
+	// Step 1.
+	a := computePodActions(pod, status)
+	m.log.Trace("sync pod", "pod", who, "killPod", a.KillPod, "createSandbox", a.CreateSandbox, "attempt", a.Attempt,
+		"start", len(a.ContainersToStart), "kill", len(a.ContainersToKill), "nextInit", a.NextInitContainerToStart != nil)
+
+	// Step 2 / 3.
+	if a.KillPod {
+		if err := m.KillPod(ctx, pod, status, nil); err != nil {
+			result.add("KillPod", who, fmt.Errorf("%w: %v", ErrKillPod, err), err.Error())
+			return result
+		}
+		if a.CreateSandbox {
+			m.purgeInitContainers(ctx, pod, status)
+		}
+	} else {
+		for id, k := range a.ContainersToKill {
+			if err := m.killContainer(ctx, pod, k.container, id, k.message, nil); err != nil {
+				result.add("KillContainer", k.name, fmt.Errorf("%w: %v", ErrKillContainer, err), err.Error())
+				return result
+			}
+		}
+	}
+
+	// Step 4.
+	sandboxID, podIPs := a.SandboxID, status.IPs
+	if a.CreateSandbox {
+		id, ips, err := m.createSandbox(ctx, pod, a.Attempt)
+		if err != nil {
+			result.add("CreatePodSandbox", who, fmt.Errorf("%w: %v", ErrCreateSandbox, err), err.Error())
+			return result
+		}
+		result.add("CreatePodSandbox", who, nil, "")
+		sandboxID, podIPs = id, ips
+	}
+	if sandboxID == "" || (!a.CreateSandbox && a.KillPod) {
+		return result
+	}
+	sbConfig := m.sandboxConfig(pod, a.Attempt)
+
+	start := func(kind string, c *v1.Container) error {
+		err, msg := m.startContainer(ctx, sandboxID, sbConfig, pod, c, status, podIPs, backOff)
+		m.setReason(pod.UID, c.Name, err, msg)
+		result.add("StartContainer", c.Name, err, msg)
+		if err != nil && err != ErrCrashLoopBackOff && err != ErrImagePullBackOff {
+			m.log.Info("start "+kind+" failed", "pod", who, "container", c.Name, "reason", err, "message", msg)
+		}
+		return err
+	}
+	// Step 5.
+	for _, i := range a.EphemeralContainersToStart {
+		c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		start("ephemeral container", &c)
+	}
+	// Step 6.
+	if c := a.NextInitContainerToStart; c != nil {
+		if err := start("init container", c); err != nil {
+			return result
+		}
+	}
+	// Step 7.
+	for _, i := range a.ContainersToStart {
+		start("container", &pod.Spec.Containers[i])
+	}
+	return result
+}
+
+// createSandbox runs the PreSandbox hook, makes the log directory and runs
+// the sandbox; it returns the sandbox's ID and IPs.
+func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (string, []string, error) {
+	cfg := m.sandboxConfig(pod, attempt)
+	if m.cfg.Hooks != nil {
+		adj, err := m.cfg.Hooks.Hook(ctx, abi.HookPreSandbox, pod, nil)
+		if err != nil {
+			return "", nil, fmt.Errorf("PreSandbox hook: %w", err)
+		}
+		if adj != nil {
+			for k, v := range adj.Labels {
+				cfg.Labels[k] = v
+			}
+			for k, v := range adj.Annotations {
+				cfg.Annotations[k] = v
+			}
+		}
+	}
+	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+		return "", nil, fmt.Errorf("pod log directory: %w", err)
+	}
+	if err := os.MkdirAll(m.PodDir(pod.UID), 0o750); err != nil {
+		return "", nil, fmt.Errorf("pod directory: %w", err)
+	}
+	id, err := m.rs.RunPodSandbox(ctx, cfg, m.cfg.RuntimeHandler)
+	if err != nil {
+		return "", nil, err
+	}
+	if pod.Spec.HostNetwork {
+		return id, nil, nil
+	}
+	resp, err := m.rs.PodSandboxStatus(ctx, id, false)
+	if err != nil {
+		return "", nil, fmt.Errorf("status of new sandbox %s: %w", id, err)
+	}
+	var ips []string
+	if ip := resp.GetStatus().GetNetwork().GetIp(); ip != "" {
+		ips = append(ips, ip)
+		for _, a := range resp.GetStatus().GetNetwork().GetAdditionalIps() {
+			ips = append(ips, a.Ip)
+		}
+	}
+	return id, ips, nil
+}
+
+// backOffKey identifies a container across restarts, as the kubelet's
+// getStableKey.
+func backOffKey(pod *v1.Pod, c *v1.Container) string {
+	return pod.Name + "_" + pod.Namespace + "_" + string(pod.UID) + "_" + c.Name + "_" + HashContainer(c)
+}
+
+// startContainer checks the back-off, pulls the image, runs the PreCreate
+// hook, creates and starts the container and runs the PostStart hook. It
+// returns one of the Err* reasons and a message.
+func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, pod *v1.Pod, c *v1.Container, status *PodStatus, podIPs []string, backOff *flowcontrol.Backoff) (error, string) {
+	last := status.FindContainer(c.Name)
+	if last != nil && last.State == StateExited && backOff != nil {
+		key := backOffKey(pod, c)
+		if backOff.IsInBackOffSince(key, last.FinishedAt) {
+			return ErrCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", backOff.Get(key), c.Name, pod.Name, pod.Namespace, pod.UID)
+		}
+		backOff.Next(key, last.FinishedAt)
+	}
+	imageRef, err, msg := m.ensureImage(ctx, pod, c, sbConfig, backOff)
+	if err != nil {
+		return err, msg
+	}
+	restartCount := 0
+	if last != nil {
+		restartCount = last.RestartCount + 1
+	}
+	var adj *abi.Adjustment
+	if m.cfg.Hooks != nil {
+		adj, err = m.cfg.Hooks.Hook(ctx, abi.HookPreCreate, pod, c)
+		if err != nil {
+			return ErrPreCreateHook, err.Error()
+		}
+	}
+	cfg, err := m.containerConfig(pod, c, restartCount, imageRef, podIPs, adj)
+	if err != nil {
+		return ErrCreateContainerConfig, err.Error()
+	}
+	id, err := m.rs.CreateContainer(ctx, sandboxID, cfg, sbConfig)
+	if err != nil {
+		return ErrCreateContainer, err.Error()
+	}
+	if err := m.rs.StartContainer(ctx, id); err != nil {
+		return ErrRunContainer, err.Error()
+	}
+	if m.cfg.Hooks != nil {
+		if _, err := m.cfg.Hooks.Hook(ctx, abi.HookPostStart, pod, c); err != nil {
+			msg := fmt.Sprintf("PostStart hook: %v", err)
+			m.killContainer(ctx, pod, c, id, msg, nil)
+			return ErrRunContainer, msg
+		}
+	}
+	return nil, ""
+}
+
+// purgeInitContainers removes the pod's dead init containers before a new
+// sandbox, so its init containers run again.
+func (m *Manager) purgeInitContainers(ctx context.Context, pod *v1.Pod, status *PodStatus) {
+	names := map[string]bool{}
+	for _, c := range pod.Spec.InitContainers {
+		names[c.Name] = true
+	}
+	for _, c := range status.Containers {
+		if names[c.Name] && c.State != StateRunning {
+			if err := m.rs.RemoveContainer(ctx, c.ID); err != nil {
+				m.log.Warn("remove init container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", c.ID, "error", err)
+			}
+		}
+	}
+}
