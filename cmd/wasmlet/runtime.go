@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/wasmlet/wasmlet/host/wasiruntime"
+	"github.com/wasmlet/wasmlet/host/wasiruntime/image"
+)
+
+func init() {
+	register("runtime", command{
+		summary: "run the embedded WASI CRI runtime on its own; `runtime import` adds an image",
+		run:     runRuntime,
+	})
+}
+
+const defaultRuntimeRoot = "/var/lib/wasmlet/runtime"
+
+func runRuntime(args []string) int {
+	if len(args) > 0 && args[0] == "import" {
+		return runtimeImport(args[1:])
+	}
+	fs := flag.NewFlagSet("wasmlet runtime", flag.ContinueOnError)
+	root := fs.String("root-dir", defaultRuntimeRoot, "the runtime's state: images, compilation cache, sandboxes, containers")
+	listen := fs.String("listen", "", "CRI endpoint to serve (default unix://<root-dir>/cri.sock)")
+	podIP := fs.String("pod-ip", "", "IP reported for every pod (default: the node's first non-loopback IPv4)")
+	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: wasmlet runtime [flags]\n       wasmlet runtime import [--root-dir DIR] [NAME] SOURCE\n\nServes the CRI v1 runtime and image services for WASI modules.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "wasmlet", Level: hclog.LevelFromString(*level)})
+	rt, err := wasiruntime.New(wasiruntime.Config{RootDir: *root, PodIP: *podIP, Logger: log})
+	if err != nil {
+		log.Error("start runtime", "error", err)
+		return 1
+	}
+	endpoint := *listen
+	if endpoint == "" {
+		endpoint = rt.Endpoint()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = rt.ListenAndServe(ctx, endpoint)
+	if cerr := rt.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		log.Error("runtime", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// runtimeImport adds a module to the image store, as a running runtime (or
+// one started later on the same root dir) will see it.
+func runtimeImport(args []string) int {
+	fs := flag.NewFlagSet("wasmlet runtime import", flag.ContinueOnError)
+	root := fs.String("root-dir", defaultRuntimeRoot, "the runtime's root dir")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: wasmlet runtime import [--root-dir DIR] [NAME] SOURCE\n\nSOURCE is a .wasm module, an OCI image layout directory or an image tarball\nwhose layer is a Wasm module. NAME (e.g. wasmlet.local/testbox:1.0) defaults to\nfile://<absolute SOURCE>.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var name, source string
+	switch fs.NArg() {
+	case 1:
+		source = fs.Arg(0)
+	case 2:
+		name, source = fs.Arg(0), fs.Arg(1)
+	default:
+		fs.Usage()
+		return 2
+	}
+	abs, err := filepath.Abs(source)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "wasmlet runtime import:", err)
+		return 1
+	}
+	if name == "" {
+		name = "file://" + abs
+	}
+	st, err := wasiruntime.OpenImages(*root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "wasmlet runtime import:", err)
+		return 1
+	}
+	img, err := st.Import(name, abs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "wasmlet runtime import:", err)
+		return 1
+	}
+	fmt.Printf("%s %s (%d bytes)\n", image.Normalize(name), img.ID, img.Size)
+	return 0
+}

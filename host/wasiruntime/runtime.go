@@ -1,0 +1,261 @@
+// Package wasiruntime is wasmlet's embedded container runtime: a CRI v1
+// RuntimeService and ImageService on a unix socket that runs WASI command
+// modules on wazero instead of Linux containers, in the manner of Krustlet
+// and runwasi. The agent talks to it exactly as it talks to containerd.
+//
+// Embedding it (what `wasmlet run` does when no runtime endpoint is given):
+//
+//	rt, err := wasiruntime.New(wasiruntime.Config{RootDir: filepath.Join(agentRoot, "runtime"), Logger: log})
+//	l, err := wasiruntime.Listen(rt.Endpoint())   // the socket exists once this returns
+//	go rt.Serve(ctx, l)                            // returns when ctx is done
+//	defer rt.Close()                               // stops every workload
+//
+// then dial rt.Endpoint() with the ordinary CRI client. `wasmlet runtime`
+// runs the same server as its own process, so an agent restart keeps the
+// workloads running.
+//
+// Images are WASI modules in the store of package image under
+// <RootDir>/images; sandboxes and containers are kept in memory and in
+// <RootDir>/state, so a restarted runtime still knows them (containers that
+// were running are reported exited: their instances died with the process).
+package wasiruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wasmlet/wasmlet/host/wasiruntime/image"
+)
+
+// Name and version reported by the CRI Version call.
+const (
+	RuntimeName    = "wasmlet-wasi"
+	RuntimeVersion = "0.1.0"
+)
+
+// Config configures a Runtime. Only RootDir is required.
+type Config struct {
+	// RootDir holds the image store, the compilation cache, the sandbox and
+	// container state, each container's scratch root directory and, by
+	// default, the socket (<RootDir>/cri.sock).
+	RootDir string
+	// CacheDir is the wazero compilation cache; empty means <RootDir>/cache.
+	CacheDir string
+	// PodIP is the IP reported for every sandbox (pods share the node's
+	// network); empty means the first non-loopback IPv4 of the node.
+	PodIP string
+	// Logger receives structured logs; nil discards them.
+	Logger hclog.Logger
+}
+
+// Runtime is the embedded WASI runtime. Create it with New.
+type Runtime struct {
+	cfg    Config
+	log    hclog.Logger
+	images *image.Store
+	podIP  string
+	state  *stateDir
+
+	wr      wazero.Runtime
+	cache   wazero.CompilationCache
+	modules *moduleCache
+
+	mu         sync.Mutex
+	sandboxes  map[string]*sandbox
+	containers map[string]*container
+	names      map[string]string // reserved sandbox/container name → id
+
+	closeOnce sync.Once
+}
+
+// New opens (or creates) the runtime's root directory and loads the state of
+// a previous run.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.RootDir == "" {
+		return nil, errors.New("wasiruntime: Config.RootDir is required")
+	}
+	root, err := filepath.Abs(cfg.RootDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RootDir = root
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = filepath.Join(root, "cache")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	log = log.Named("wasiruntime")
+	for _, d := range []string{root, cfg.CacheDir, filepath.Join(root, "containers")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("wasiruntime: %w", err)
+		}
+	}
+	images, err := OpenImages(root)
+	if err != nil {
+		return nil, fmt.Errorf("wasiruntime: %w", err)
+	}
+	st, err := openStateDir(filepath.Join(root, "state"))
+	if err != nil {
+		return nil, fmt.Errorf("wasiruntime: %w", err)
+	}
+	cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("wasiruntime: compilation cache %s: %w", cfg.CacheDir, err)
+	}
+	ctx := context.Background()
+	// WithCloseOnContextDone is what lets StopContainer end a guest that
+	// never calls the host (see RATIONALE.md, "The embedded runtime").
+	wr := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
+		WithCompilationCache(cache).
+		WithCloseOnContextDone(true))
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, wr); err != nil {
+		wr.Close(ctx)
+		return nil, fmt.Errorf("wasiruntime: WASI: %w", err)
+	}
+	podIP := cfg.PodIP
+	if podIP == "" {
+		podIP = nodeIP()
+	}
+	r := &Runtime{
+		cfg:        cfg,
+		log:        log,
+		images:     images,
+		podIP:      podIP,
+		state:      st,
+		wr:         wr,
+		cache:      cache,
+		sandboxes:  map[string]*sandbox{},
+		containers: map[string]*container{},
+		names:      map[string]string{},
+	}
+	r.modules = newModuleCache(wr, log)
+	if err := r.load(); err != nil {
+		wr.Close(ctx)
+		return nil, fmt.Errorf("wasiruntime: state %s: %w", st.dir, err)
+	}
+	return r, nil
+}
+
+// Endpoint returns the default CRI endpoint: unix://<RootDir>/cri.sock.
+func (r *Runtime) Endpoint() string {
+	return "unix://" + filepath.Join(r.cfg.RootDir, "cri.sock")
+}
+
+// Images returns the runtime's image store (for importing images by hand).
+func (r *Runtime) Images() *image.Store { return r.images }
+
+// OpenImages opens the image store of the runtime rooted at rootDir, for
+// importing images with or without a running runtime (`wasmlet runtime
+// import`); a running runtime sees them at once.
+func OpenImages(rootDir string) (*image.Store, error) {
+	return image.Open(filepath.Join(rootDir, "images"))
+}
+
+// Listen opens a unix socket listener for an endpoint "unix:///path" (or a
+// bare path), replacing a stale socket file.
+func Listen(endpoint string) (net.Listener, error) {
+	path := strings.TrimPrefix(endpoint, "unix://")
+	if path == "" || strings.Contains(path, "://") {
+		return nil, fmt.Errorf("wasiruntime: endpoint %q: want unix:///path", endpoint)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("wasiruntime: %w", err)
+	}
+	if _, err := os.Stat(path); err == nil {
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("wasiruntime: %s: another server is listening", path)
+		}
+		os.Remove(path)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("wasiruntime: %w", err)
+	}
+	if err := os.Chmod(path, 0o660); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("wasiruntime: %w", err)
+	}
+	return l, nil
+}
+
+// Serve serves the CRI RuntimeService and ImageService on l until ctx is
+// done. It does not stop the workloads: call Close for that.
+func (r *Runtime) Serve(ctx context.Context, l net.Listener) error {
+	s := grpc.NewServer(grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
+	runtimeapi.RegisterRuntimeServiceServer(s, &runtimeServer{r: r})
+	runtimeapi.RegisterImageServiceServer(s, &imageServer{r: r})
+	stop := context.AfterFunc(ctx, s.Stop)
+	defer stop()
+	r.log.Info("serving CRI", "address", l.Addr().String(), "root", r.cfg.RootDir, "pod_ip", r.podIP)
+	err := s.Serve(l)
+	if ctx.Err() != nil || errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+// ListenAndServe is Listen followed by Serve.
+func (r *Runtime) ListenAndServe(ctx context.Context, endpoint string) error {
+	l, err := Listen(endpoint)
+	if err != nil {
+		return err
+	}
+	return r.Serve(ctx, l)
+}
+
+// Close stops every running container (their state is recorded as exited)
+// and releases the wazero runtime. It is safe to call more than once.
+func (r *Runtime) Close() error {
+	var err error
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		cs := make([]*container, 0, len(r.containers))
+		for _, c := range r.containers {
+			cs = append(cs, c)
+		}
+		r.mu.Unlock()
+		for _, c := range cs {
+			r.stopContainer(c, 0)
+		}
+		err = r.wr.Close(context.Background())
+		if cerr := r.cache.Close(context.Background()); err == nil {
+			err = cerr
+		}
+	})
+	return err
+}
+
+// nodeIP returns the first non-loopback IPv4 address of an up interface.
+func nodeIP() string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "127.0.0.1"
+	}
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := ifc.Addrs()
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && !ipn.IP.IsLinkLocalUnicast() {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
