@@ -206,3 +206,10 @@ func computePodActions(pod *v1.Pod, st *PodStatus) podActions {
 	}
 	return a
 }
+
+// ShouldRestart reports whether SyncPod will (re)start the container: it
+// never ran, or it is dead and the restart policy says so. Status uses it
+// to show a back-off as Waiting.
+func ShouldRestart(c *v1.Container, pod *v1.Pod, st *PodStatus) bool {
+	return shouldContainerBeRestarted(c, pod, st)
+}

@@ -1,0 +1,374 @@
+// Package status computes a pod's v1.PodStatus from its spec and its state
+// in the runtime, as the kubelet's generateAPIPodStatus does (phase,
+// conditions, container statuses, IPs, start time, QoS class), and keeps
+// the latest status of every pod (Manager).
+package status
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wasmlet/wasmlet/host/runtime"
+)
+
+// Input is what Generate needs.
+type Input struct {
+	// Pod is the pod's spec.
+	Pod *v1.Pod
+	// Runtime is the pod's state in the runtime; nil means nothing yet.
+	Runtime *runtime.PodStatus
+	// Previous is the pod's last status (start time, terminal phase and
+	// container states are kept from it); nil for a new pod.
+	Previous *v1.PodStatus
+	// RuntimeName is the scheme of container IDs ("containerd").
+	RuntimeName string
+	// HostIPs are the node's IPs (hostIP, and podIP of host-network pods).
+	HostIPs []string
+	// Waiting returns the reason of a container's last failed start
+	// (CrashLoopBackOff, ErrImagePull …); nil means none.
+	Waiting func(uid types.UID, container string) (reason, message string, ok bool)
+	// Now is the time of the status; zero means time.Now().
+	Now time.Time
+}
+
+// Generate returns the pod's v1.PodStatus.
+func Generate(in Input) v1.PodStatus {
+	pod := in.Pod
+	now := in.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	rs := in.Runtime
+	if rs == nil {
+		rs = &runtime.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	}
+	prev := in.Previous
+	if prev == nil {
+		prev = &v1.PodStatus{}
+	}
+	s := v1.PodStatus{QOSClass: QOSClass(pod)}
+	s.InitContainerStatuses = containerStatuses(in, rs, pod.Spec.InitContainers, prev.InitContainerStatuses, true)
+	s.ContainerStatuses = containerStatuses(in, rs, pod.Spec.Containers, prev.ContainerStatuses, false)
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		eph := make([]v1.Container, len(pod.Spec.EphemeralContainers))
+		for i := range pod.Spec.EphemeralContainers {
+			eph[i] = v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		}
+		s.EphemeralContainerStatuses = containerStatuses(in, rs, eph, prev.EphemeralContainerStatuses, false)
+	}
+
+	s.Phase = Phase(pod, s.InitContainerStatuses, s.ContainerStatuses)
+	// A pod never leaves a terminal phase.
+	if prev.Phase == v1.PodFailed || prev.Phase == v1.PodSucceeded {
+		s.Phase = prev.Phase
+		s.Reason, s.Message = prev.Reason, prev.Message
+	}
+
+	if len(in.HostIPs) > 0 {
+		s.HostIP = in.HostIPs[0]
+		for _, ip := range in.HostIPs {
+			s.HostIPs = append(s.HostIPs, v1.HostIP{IP: ip})
+		}
+	}
+	ips := rs.IPs
+	if pod.Spec.HostNetwork {
+		ips = in.HostIPs
+	}
+	if len(ips) > 0 {
+		s.PodIP = ips[0]
+		for _, ip := range ips {
+			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+		}
+	} else if prev.PodIP != "" && rs.Running() {
+		s.PodIP, s.PodIPs = prev.PodIP, prev.PodIPs
+	}
+
+	s.StartTime = prev.StartTime
+	if s.StartTime == nil {
+		t := metav1.NewTime(now)
+		s.StartTime = &t
+	}
+	s.Conditions = conditions(pod, rs, &s, prev, now)
+	return s
+}
+
+// Rejected is the status of a pod admission rejected: phase Failed with
+// the admitter's reason and message, as the kubelet's rejectPod.
+func Rejected(pod *v1.Pod, reason, message string) v1.PodStatus {
+	return v1.PodStatus{Phase: v1.PodFailed, Reason: reason, Message: "Pod was rejected: " + message, QOSClass: QOSClass(pod)}
+}
+
+func containerStatuses(in Input, rs *runtime.PodStatus, specs []v1.Container, prev []v1.ContainerStatus, init bool) []v1.ContainerStatus {
+	if len(specs) == 0 {
+		return nil
+	}
+	pod := in.Pod
+	out := make([]v1.ContainerStatus, 0, len(specs))
+	for i := range specs {
+		c := &specs[i]
+		cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+		waitReason := "ContainerCreating"
+		if !init && len(pod.Spec.InitContainers) > 0 {
+			waitReason = "PodInitializing"
+		}
+		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: waitReason}
+		// The newest instance is the state, the one before the last state.
+		var cur, last *runtime.ContainerStatus
+		for _, r := range rs.Containers {
+			if r.Name != c.Name {
+				continue
+			}
+			if cur == nil {
+				cur = r
+			} else {
+				last = r
+				break
+			}
+		}
+		if cur != nil {
+			cs.ContainerID = in.RuntimeName + "://" + cur.ID
+			cs.Image = cur.Image
+			cs.ImageID = cur.ImageRef
+			cs.RestartCount = int32(cur.RestartCount)
+			cs.State = apiState(cur, in.RuntimeName)
+			if cur.State == runtime.StateRunning {
+				t := true
+				cs.Started = &t
+				cs.Ready = true // no readiness probes: running is ready
+			} else {
+				f := false
+				cs.Started = &f
+			}
+		} else if p := findStatus(prev, c.Name); p != nil && p.ContainerID != "" {
+			// The runtime forgot it (GC'd); keep what we knew.
+			cs = *p
+			cs.Ready = false
+		}
+		if last != nil && last.State == runtime.StateExited {
+			cs.LastTerminationState = apiState(last, in.RuntimeName)
+		}
+		if in.Waiting != nil && runtime.ShouldRestart(c, pod, rs) {
+			if reason, msg, ok := in.Waiting(pod.UID, c.Name); ok {
+				if cs.State.Terminated != nil {
+					cs.LastTerminationState = cs.State
+				}
+				cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reason, Message: msg}}
+				cs.Ready = false
+			}
+		}
+		out = append(out, cs)
+	}
+	return out
+}
+
+func findStatus(list []v1.ContainerStatus, name string) *v1.ContainerStatus {
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+func apiState(r *runtime.ContainerStatus, runtimeName string) v1.ContainerState {
+	switch r.State {
+	case runtime.StateRunning:
+		return v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(r.StartedAt)}}
+	case runtime.StateExited:
+		reason := r.Reason
+		if reason == "" {
+			reason = "Completed"
+			if r.ExitCode != 0 {
+				reason = "Error"
+			}
+		}
+		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+			ExitCode: r.ExitCode, Reason: reason, Message: r.Message,
+			StartedAt: metav1.NewTime(r.StartedAt), FinishedAt: metav1.NewTime(r.FinishedAt),
+			ContainerID: runtimeName + "://" + r.ID,
+		}}
+	case runtime.StateUnknown:
+		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+			ExitCode: 137, Reason: "ContainerStatusUnknown",
+			Message:     "The container could not be located when the pod was terminated",
+			ContainerID: runtimeName + "://" + r.ID,
+		}}
+	}
+	return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+}
+
+// Phase is the kubelet's getPhase: Pending until every container has run,
+// Running while one runs (or will restart), Succeeded/Failed per the
+// restart policy once all have stopped.
+func Phase(pod *v1.Pod, inits, containers []v1.ContainerStatus) v1.PodPhase {
+	pendingInit, failedInit := 0, 0
+	for _, c := range pod.Spec.InitContainers {
+		s := findStatus(inits, c.Name)
+		switch {
+		case s == nil:
+			pendingInit++
+		case s.State.Running != nil:
+			pendingInit++
+		case s.State.Terminated != nil:
+			if s.State.Terminated.ExitCode != 0 {
+				failedInit++
+			}
+		case s.State.Waiting != nil:
+			if s.LastTerminationState.Terminated != nil {
+				if s.LastTerminationState.Terminated.ExitCode != 0 {
+					failedInit++
+				}
+			} else {
+				pendingInit++
+			}
+		default:
+			pendingInit++
+		}
+	}
+	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
+	for _, c := range pod.Spec.Containers {
+		s := findStatus(containers, c.Name)
+		switch {
+		case s == nil:
+			unknown++
+		case s.State.Running != nil:
+			running++
+		case s.State.Terminated != nil:
+			stopped++
+			if s.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case s.State.Waiting != nil:
+			if s.LastTerminationState.Terminated != nil {
+				stopped++
+			} else {
+				waiting++
+			}
+		default:
+			unknown++
+		}
+	}
+	if failedInit > 0 && pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+		return v1.PodFailed
+	}
+	switch {
+	case pendingInit > 0, waiting > 0:
+		return v1.PodPending
+	case running > 0 && unknown == 0:
+		return v1.PodRunning
+	case running == 0 && stopped > 0 && unknown == 0:
+		if pod.Spec.RestartPolicy == v1.RestartPolicyAlways {
+			return v1.PodRunning
+		}
+		if stopped == succeeded {
+			return v1.PodSucceeded
+		}
+		if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+			return v1.PodFailed
+		}
+		return v1.PodRunning
+	}
+	return v1.PodPending
+}
+
+// conditions are the kubelet's five, in its order: PodReadyToStartContainers,
+// Initialized, Ready, ContainersReady, PodScheduled.
+func conditions(pod *v1.Pod, rs *runtime.PodStatus, s *v1.PodStatus, prev *v1.PodStatus, now time.Time) []v1.PodCondition {
+	cond := func(t v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {
+		c := v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reason, Message: msg}
+		if ok {
+			c.Status, c.Reason, c.Message = v1.ConditionTrue, "", ""
+		}
+		c.LastTransitionTime = metav1.NewTime(now)
+		for _, p := range prev.Conditions {
+			if p.Type == t && p.Status == c.Status {
+				c.LastTransitionTime = p.LastTransitionTime
+			}
+		}
+		return c
+	}
+	sandboxReady := len(rs.Sandboxes) > 0 && rs.Sandboxes[0].Ready
+
+	var notInit []string
+	for _, c := range pod.Spec.InitContainers {
+		st := findStatus(s.InitContainerStatuses, c.Name)
+		if st == nil || st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
+			notInit = append(notInit, c.Name)
+		}
+	}
+	// Running app containers mean initialization completed.
+	for _, c := range s.ContainerStatuses {
+		if c.State.Running != nil || c.LastTerminationState.Terminated != nil || c.State.Terminated != nil {
+			notInit = nil
+			break
+		}
+	}
+	var notReady []string
+	for _, c := range pod.Spec.Containers {
+		st := findStatus(s.ContainerStatuses, c.Name)
+		if st == nil || !st.Ready {
+			notReady = append(notReady, c.Name)
+		}
+	}
+	readyReason, readyMsg := "", ""
+	if len(notReady) > 0 {
+		readyReason, readyMsg = "ContainersNotReady", fmt.Sprintf("containers with unready status: [%s]", strings.Join(notReady, " "))
+	}
+	ready := len(notReady) == 0
+	if s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed {
+		ready, readyReason, readyMsg = false, "PodCompleted", ""
+	}
+	initReason, initMsg := "", ""
+	if len(notInit) > 0 {
+		initReason, initMsg = "ContainersNotInitialized", fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(notInit, " "))
+	}
+	if s.Phase == v1.PodSucceeded && len(notInit) > 0 {
+		notInit, initReason, initMsg = nil, "PodCompleted", ""
+	}
+	initCond := cond(v1.PodInitialized, len(notInit) == 0, initReason, initMsg)
+	if initReason == "PodCompleted" {
+		initCond.Reason = initReason
+	}
+	return []v1.PodCondition{
+		cond(v1.PodReadyToStartContainers, sandboxReady, "", ""),
+		initCond,
+		cond(v1.PodReady, ready, readyReason, readyMsg),
+		cond(v1.ContainersReady, ready, readyReason, readyMsg),
+		cond(v1.PodScheduled, true, "", ""),
+	}
+}
+
+// QOSClass is the pod's QoS class: BestEffort without any request or
+// limit, Guaranteed when every container's cpu and memory limits equal
+// its requests, else Burstable.
+func QOSClass(pod *v1.Pod) v1.PodQOSClass {
+	any, guaranteed := false, true
+	all := append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, c := range all {
+		if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
+			any = true
+		}
+		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			lim, ok := c.Resources.Limits[r]
+			if !ok {
+				guaranteed = false
+				continue
+			}
+			if req, ok := c.Resources.Requests[r]; ok && req.Cmp(lim) != 0 {
+				guaranteed = false
+			}
+		}
+	}
+	switch {
+	case !any:
+		return v1.PodQOSBestEffort
+	case guaranteed:
+		return v1.PodQOSGuaranteed
+	}
+	return v1.PodQOSBurstable
+}

@@ -1,0 +1,174 @@
+package status
+
+import (
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wasmlet/wasmlet/host/runtime"
+)
+
+func pod(policy v1.RestartPolicy, inits []string, containers ...string) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "u"}, Spec: v1.PodSpec{RestartPolicy: policy}}
+	for _, n := range inits {
+		p.Spec.InitContainers = append(p.Spec.InitContainers, v1.Container{Name: n, Image: "img"})
+	}
+	for _, n := range containers {
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: n, Image: "img"})
+	}
+	return p
+}
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func running(name string) *runtime.ContainerStatus {
+	return &runtime.ContainerStatus{ID: name + "-id", Name: name, State: runtime.StateRunning, StartedAt: t0, CreatedAt: t0}
+}
+
+func exited(name string, code int32, restarts int) *runtime.ContainerStatus {
+	return &runtime.ContainerStatus{ID: name + "-id", Name: name, State: runtime.StateExited, ExitCode: code, StartedAt: t0, FinishedAt: t0.Add(time.Second), RestartCount: restarts}
+}
+
+func rs(cs ...*runtime.ContainerStatus) *runtime.PodStatus {
+	return &runtime.PodStatus{UID: "u", Sandboxes: []*runtime.SandboxStatus{{ID: "sb", Ready: true, IPs: []string{"10.0.0.5"}}}, IPs: []string{"10.0.0.5"}, Containers: cs}
+}
+
+func TestGenerate_Phase(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pod     *v1.Pod
+		rs      *runtime.PodStatus
+		waiting string
+		want    v1.PodPhase
+	}{
+		{"nothing yet", pod(v1.RestartPolicyAlways, nil, "a"), nil, "", v1.PodPending},
+		{"running", pod(v1.RestartPolicyAlways, nil, "a"), rs(running("a")), "", v1.PodRunning},
+		{"one of two running", pod(v1.RestartPolicyAlways, nil, "a", "b"), rs(running("a")), "", v1.PodPending},
+		{"always exited 0", pod(v1.RestartPolicyAlways, nil, "a"), rs(exited("a", 0, 0)), "", v1.PodRunning},
+		{"always back-off", pod(v1.RestartPolicyAlways, nil, "a"), rs(exited("a", 1, 3)), "CrashLoopBackOff", v1.PodRunning},
+		{"never exited 0", pod(v1.RestartPolicyNever, nil, "a"), rs(exited("a", 0, 0)), "", v1.PodSucceeded},
+		{"never exited 1", pod(v1.RestartPolicyNever, nil, "a"), rs(exited("a", 1, 0)), "", v1.PodFailed},
+		{"onfailure exited 0", pod(v1.RestartPolicyOnFailure, nil, "a"), rs(exited("a", 0, 0)), "", v1.PodSucceeded},
+		{"onfailure exited 1", pod(v1.RestartPolicyOnFailure, nil, "a"), rs(exited("a", 1, 0)), "", v1.PodRunning},
+		{"init running", pod(v1.RestartPolicyAlways, []string{"i"}, "a"), rs(running("i")), "", v1.PodPending},
+		{"init failed never", pod(v1.RestartPolicyNever, []string{"i"}, "a"), rs(exited("i", 2, 0)), "", v1.PodFailed},
+		{"init done app running", pod(v1.RestartPolicyAlways, []string{"i"}, "a"), rs(running("a"), exited("i", 0, 0)), "", v1.PodRunning},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Pod: tc.pod, Runtime: tc.rs, RuntimeName: "containerd", Now: t0}
+			if tc.waiting != "" {
+				in.Waiting = func(types.UID, string) (string, string, bool) { return tc.waiting, "back-off 10s", true }
+			}
+			s := Generate(in)
+			if s.Phase != tc.want {
+				t.Fatalf("phase = %s, want %s (%+v)", s.Phase, tc.want, s.ContainerStatuses)
+			}
+		})
+	}
+}
+
+func TestGenerate_ContainerStatuses(t *testing.T) {
+	p := pod(v1.RestartPolicyAlways, nil, "a")
+	cur := running("a")
+	cur.RestartCount, cur.ImageRef, cur.Image = 2, "sha256:abc", "img"
+	last := exited("a", 1, 1)
+	last.ID = "old"
+	s := Generate(Input{Pod: p, Runtime: rs(cur, last), RuntimeName: "containerd", HostIPs: []string{"192.168.1.2"}, Now: t0})
+	cs := s.ContainerStatuses[0]
+	if cs.ContainerID != "containerd://a-id" || cs.RestartCount != 2 || !cs.Ready || cs.State.Running == nil || cs.ImageID != "sha256:abc" {
+		t.Errorf("status = %+v", cs)
+	}
+	if lt := cs.LastTerminationState.Terminated; lt == nil || lt.ExitCode != 1 || lt.Reason != "Error" || lt.ContainerID != "containerd://old" {
+		t.Errorf("last state = %+v", cs.LastTerminationState)
+	}
+	if s.PodIP != "10.0.0.5" || s.HostIP != "192.168.1.2" || s.QOSClass != v1.PodQOSBestEffort || s.StartTime == nil {
+		t.Errorf("pod status = %+v", s)
+	}
+	want := []v1.PodConditionType{v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled}
+	for i, c := range s.Conditions {
+		if c.Type != want[i] || c.Status != v1.ConditionTrue {
+			t.Errorf("condition %d = %+v", i, c)
+		}
+	}
+	// Back-off shows as Waiting, with the crash as last state.
+	cur2 := exited("a", 1, 2)
+	s = Generate(Input{Pod: p, Runtime: rs(cur2), Waiting: func(types.UID, string) (string, string, bool) { return "CrashLoopBackOff", "m", true }, Previous: &s, Now: t0.Add(time.Minute)})
+	cs = s.ContainerStatuses[0]
+	if cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" || cs.LastTerminationState.Terminated == nil || cs.Ready {
+		t.Errorf("back-off status = %+v", cs)
+	}
+	if s.Conditions[2].Status != v1.ConditionFalse || s.Conditions[2].Reason != "ContainersNotReady" || !s.Conditions[2].LastTransitionTime.Time.Equal(t0.Add(time.Minute)) {
+		t.Errorf("ready condition = %+v", s.Conditions[2])
+	}
+	if !s.Conditions[4].LastTransitionTime.Time.Equal(t0) || !s.StartTime.Time.Equal(t0) {
+		t.Errorf("kept times: scheduled %v start %v", s.Conditions[4].LastTransitionTime, s.StartTime)
+	}
+}
+
+func TestGenerate_HostNetworkAndTerminal(t *testing.T) {
+	p := pod(v1.RestartPolicyNever, nil, "a")
+	p.Spec.HostNetwork = true
+	s := Generate(Input{Pod: p, Runtime: rs(exited("a", 0, 0)), HostIPs: []string{"192.168.1.2"}})
+	if s.Phase != v1.PodSucceeded || s.PodIP != "192.168.1.2" {
+		t.Fatalf("status = %s %s", s.Phase, s.PodIP)
+	}
+	if s.Conditions[2].Reason != "PodCompleted" {
+		t.Errorf("ready = %+v", s.Conditions[2])
+	}
+	// A terminal phase sticks even if the runtime forgets the containers.
+	s2 := Generate(Input{Pod: p, Runtime: nil, Previous: &s})
+	if s2.Phase != v1.PodSucceeded {
+		t.Errorf("phase after GC = %s", s2.Phase)
+	}
+}
+
+func TestQOSClass(t *testing.T) {
+	q := resource.MustParse
+	for _, tc := range []struct {
+		res  v1.ResourceRequirements
+		want v1.PodQOSClass
+	}{
+		{v1.ResourceRequirements{}, v1.PodQOSBestEffort},
+		{v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: q("100m")}}, v1.PodQOSBurstable},
+		{v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("1"), v1.ResourceMemory: q("1Gi")}}, v1.PodQOSGuaranteed},
+		{v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("1"), v1.ResourceMemory: q("1Gi")}, Requests: v1.ResourceList{v1.ResourceCPU: q("500m")}}, v1.PodQOSBurstable},
+	} {
+		p := pod(v1.RestartPolicyAlways, nil, "a")
+		p.Spec.Containers[0].Resources = tc.res
+		if got := QOSClass(p); got != tc.want {
+			t.Errorf("QOSClass(%+v) = %s, want %s", tc.res, got, tc.want)
+		}
+	}
+}
+
+func TestManager_SetPodStatus(t *testing.T) {
+	m := NewManager()
+	p := pod(v1.RestartPolicyAlways, nil, "a")
+	if !m.SetPodStatus(p, v1.PodStatus{Phase: v1.PodPending}) {
+		t.Fatal("first status not a change")
+	}
+	if m.SetPodStatus(p, v1.PodStatus{Phase: v1.PodPending}) {
+		t.Error("same status counted as a change")
+	}
+	if !m.SetPodStatus(p, v1.PodStatus{Phase: v1.PodRunning}) {
+		t.Error("new phase not a change")
+	}
+	if s, ok := m.PodStatus("u"); !ok || s.Phase != v1.PodRunning {
+		t.Errorf("PodStatus = %v %v", s.Phase, ok)
+	}
+	if ps := m.Pods(); len(ps) != 1 || ps[0].Status.Phase != v1.PodRunning {
+		t.Errorf("Pods = %+v", ps)
+	}
+	m.RemovePod("u")
+	if len(m.Pods()) != 0 {
+		t.Error("pod not removed")
+	}
+	r := Rejected(p, "OutOfpods", "Node didn't have enough resource: pods")
+	if r.Phase != v1.PodFailed || r.Reason != "OutOfpods" {
+		t.Errorf("rejected = %+v", r)
+	}
+}
