@@ -167,6 +167,9 @@ func (i *instance) call(ctx context.Context, k abi.Kind, input []byte) ([]byte, 
 	}
 	rptr, rlen := abi.UnpackResult(i.stack[0])
 	if rptr == 0 {
+		if i.memDenied.Load() {
+			return nil, pluginError(name, ErrMemoryLimit, "%s returned pointer 0 after its memory cap of %d pages was reached", abi.ExportForKind(k), i.p.memoryPages)
+		}
 		return nil, pluginError(name, ErrBadResult, "%s returned pointer 0%s", abi.ExportForKind(k), i.out.tailNote())
 	}
 	view, ok := i.mem.Read(rptr, rlen)
@@ -277,6 +280,7 @@ func (pl *pool) get(ctx context.Context) (*instance, error) {
 		<-pl.sem
 		return nil, err
 	}
+	pl.p.stats.instantiated()
 	return inst, nil
 }
 

@@ -31,6 +31,9 @@ type Stats struct {
 	Latency []uint64
 	// LatencySum is the total time spent in calls.
 	LatencySum time.Duration
+	// Instantiations counts instances created (a failed call's instance is
+	// discarded, so the next call instantiates afresh).
+	Instantiations uint64
 }
 
 // Quantile estimates the q-quantile (0 < q ≤ 1) of call latency as the upper
@@ -87,6 +90,12 @@ func (st *stats) record(d time.Duration, err error) {
 func (st *stats) countError() {
 	st.mu.Lock()
 	st.s.Errors++
+	st.mu.Unlock()
+}
+
+func (st *stats) instantiated() {
+	st.mu.Lock()
+	st.s.Instantiations++
 	st.mu.Unlock()
 }
 

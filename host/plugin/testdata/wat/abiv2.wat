@@ -1,0 +1,6 @@
+;; abiv2: declares an ABI version this host does not speak.
+(module
+  (memory (export "memory") 1)
+  (func (export "wasmlet_abi_v2"))
+  (func (export "wasmlet_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "wasmlet_admit") (param i32 i32) (result i64) (i64.const 0)))
