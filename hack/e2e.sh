@@ -21,7 +21,7 @@ repo=$PWD
 out=$repo/build/e2e
 runtimes=${E2E_RUNTIMES:-containerd embedded}
 mkdir -p "$out/bin" "$out/images" "$out/cache"
-log() { printf 'e2e: %s\n' "$*" >&2; }
+log() { printf 'e2e: %s %s\n' "$(date +%T)" "$*" >&2; }
 
 log "building tools, bin/wasmlet and the suite"
 go build -o "$out/bin/mkimage" ./hack/mkimage
@@ -70,7 +70,7 @@ cleanup() {
   # Agents and standalone runtimes started under this base (the suite stops
   # its own; this catches them when the suite itself was killed).
   for p in /proc/[0-9]*; do
-    if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "^$repo/bin/wasmlet .*$base/"; then
+    if { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q -- "^$repo/bin/wasmlet .*$base/"; then
       kill -KILL "${p#/proc/}" 2>/dev/null
     fi
   done

@@ -31,7 +31,7 @@ for root in "$base"/runc/*; do
 done
 # Shims of this containerd (their command line names its socket).
 for p in /proc/[0-9]*; do
-  if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "-address $sock "; then
+  if { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q -- "-address $sock "; then
     kill -KILL "${p#/proc/}" 2>/dev/null || true
   fi
 done

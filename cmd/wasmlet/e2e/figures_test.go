@@ -1,0 +1,133 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/cri"
+)
+
+// Figures (issue 3, "Speed and memory"), on containerd: N host-network
+// pods from manifests to every container running through the agent, against
+// the same N pods started one after another by a bare CRI client in the
+// same run; and the agent's RSS with the N pods running and no plugins.
+// Printed as lines starting with "FIGURE".
+func testFigures(t *testing.T) {
+	if *runtimeFlag != "containerd" {
+		t.Skipf("the figures are taken on containerd; runtime %s", *runtimeFlag)
+	}
+	n := *benchPodsFlag
+
+	// The floor: a bare CRI client, sequentially.
+	logDir := filepath.Join(*baseFlag, "floor-logs")
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("floor%d", i)
+		ctx, cancel := withTimeout(2 * time.Minute)
+		_, _, err := rt.RunPod(ctx, cri.Pod{
+			Name: name, Namespace: "default", UID: fmt.Sprintf("floor-uid-%d", i), Image: *imageFlag,
+			Args: []string{"sleep", "inf"}, HostNetwork: true, LogDir: filepath.Join(logDir, name),
+		})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	floor := time.Since(start)
+	t.Logf("FIGURE containerd %d host-network pods, sequential bare CRI client: %v (%.1f pods/s)", n, floor.Round(time.Millisecond), float64(n)/floor.Seconds())
+	cleanRuntime(t)
+
+	// The agent: N manifests written at once.
+	a := newAgent(t, "figures", *endpointFlag)
+	a.start(t)
+	defer a.stop(t)
+	a.diagnose(t)
+	names := make([]string, n)
+	pods := make([][]byte, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("bench%d", i)
+		pods[i] = manifestYAML(t, hostNet(newPod(names[i], v1.RestartPolicyAlways, box("main", "sleep", "inf"))))
+	}
+	start = time.Now()
+	for i, name := range names {
+		a.writeRaw(t, name+".yaml", pods[i])
+	}
+	eventually(t, 5*time.Minute, fmt.Sprintf("%d bench containers running in the runtime", n), func() (bool, string) {
+		ctx, cancel := withTimeout(30 * time.Second)
+		defer cancel()
+		cs, err := rt.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
+		if err != nil {
+			return false, err.Error()
+		}
+		running := 0
+		for _, c := range cs {
+			if strings.HasPrefix(c.Labels[labelPodName], "bench") {
+				running++
+			}
+		}
+		return running == n, fmt.Sprintf("%d running", running)
+	})
+	viaAgent := time.Since(start)
+	eventually(t, time.Minute, fmt.Sprintf("/pods shows %d bench pods Running", n), func() (bool, string) {
+		l, err := a.pods()
+		if err != nil {
+			return false, err.Error()
+		}
+		running := 0
+		for i := range l.Items {
+			if strings.HasPrefix(l.Items[i].Name, "bench") && allRunning(&l.Items[i]) {
+				running++
+			}
+		}
+		return running == n, fmt.Sprintf("%d running", running)
+	})
+	inPods := time.Since(start)
+	rss := vmRSS(t, a.pid())
+
+	t.Logf("FIGURE containerd %d host-network pods, manifests → all containers running via wasmlet run: %v (%.1f pods/s); all Running in /pods after %v",
+		n, viaAgent.Round(time.Millisecond), float64(n)/viaAgent.Seconds(), inPods.Round(time.Millisecond))
+	t.Logf("FIGURE agent/floor time ratio: %.2f (target ≤ 1.00)", viaAgent.Seconds()/floor.Seconds())
+	t.Logf("FIGURE agent RSS with %d running pods, no plugins: %.1f MB (target ≤ 50 MB)", n, float64(rss)/(1<<20))
+}
+
+func manifestYAML(t testing.TB, p *v1.Pod) []byte {
+	t.Helper()
+	dir := t.TempDir()
+	a := &agent{dir: dir, manifests: dir}
+	a.write(t, "p.yaml", p)
+	b, err := os.ReadFile(filepath.Join(dir, "p.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// vmRSS reads a process's resident set size in bytes from /proc.
+func vmRSS(t testing.TB, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
