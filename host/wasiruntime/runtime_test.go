@@ -1,0 +1,426 @@
+package wasiruntime
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestRuntime_Version(t *testing.T) {
+	h := newHarness(t)
+	v, err := h.rs.Version(context.Background(), "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.RuntimeName != RuntimeName || v.RuntimeApiVersion != "v1" {
+		t.Errorf("Version = %+v", v)
+	}
+	st, err := h.rs.Status(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := map[string]bool{}
+	for _, c := range st.Status.Conditions {
+		ready[c.Type] = c.Status
+	}
+	if !ready[runtimeapi.RuntimeReady] || !ready[runtimeapi.NetworkReady] {
+		t.Errorf("Status conditions = %v, want runtime and network ready", st.Status.Conditions)
+	}
+}
+
+func TestRuntime_StartContainer(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int32
+		wantReason string
+		wantLog    []string // "stream text" lines, in order
+	}{
+		{"completed", []string{"echo", "hello", "world"}, 0, "Completed", []string{"stdout hello world"}},
+		{"exit-code", []string{"echo", "bye", ";", "exit", "3"}, 3, "Error", []string{"stdout bye"}},
+		{"stderr", []string{"nosuchstep"}, 2, "Error", []string{`stderr testbox: nosuchstep: unknown step "nosuchstep"`}},
+	}
+	h := newHarness(t)
+	sb, sbCfg := h.sandbox(t, "pod", nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := time.Now()
+			id := h.run(t, sb, sbCfg, tt.name, tt.args, nil)
+			st := h.waitExit(t, id, 30*time.Second)
+			if st.ExitCode != tt.wantCode || st.Reason != tt.wantReason {
+				t.Errorf("exit = %d %q, want %d %q (message %q)", st.ExitCode, st.Reason, tt.wantCode, tt.wantReason, st.Message)
+			}
+			if st.StartedAt < before.UnixNano() || st.FinishedAt < st.StartedAt || st.CreatedAt > st.StartedAt {
+				t.Errorf("times created %d started %d finished %d, test began %d", st.CreatedAt, st.StartedAt, st.FinishedAt, before.UnixNano())
+			}
+			want := filepath.Join(sbCfg.LogDirectory, tt.name, "0.log")
+			if st.LogPath != want {
+				t.Errorf("LogPath = %q, want %q", st.LogPath, want)
+			}
+			var got []string
+			for _, l := range readLog(t, st.LogPath) {
+				if l.partial {
+					t.Errorf("unexpected partial line %q", l.text)
+				}
+				if l.time.Before(before.Add(-time.Second)) {
+					t.Errorf("log time %v before the test", l.time)
+				}
+				got = append(got, l.stream+" "+l.text)
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.wantLog, "\n") {
+				t.Errorf("log = %q, want %q", got, tt.wantLog)
+			}
+		})
+	}
+}
+
+func TestRuntime_Environment(t *testing.T) {
+	h := newHarness(t)
+	sb, sbCfg := h.sandbox(t, "env", nil)
+	data := t.TempDir()
+	if err := os.WriteFile(filepath.Join(data, "in"), []byte("from the host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := h.run(t, sb, sbCfg, "env", []string{
+		"env", "FOO", "PWD", "HOSTNAME", ";",
+		"cat", "/data/in", ";",
+		"append", "/data/out", "from", "the", "module", ";",
+		"append", "relative", "in", "the", "working", "dir", ";",
+		"cat", "relative", ";",
+		"cat", "/etc/passwd",
+	}, func(c *runtimeapi.ContainerConfig) {
+		c.Envs = []*runtimeapi.KeyValue{{Key: "FOO", Value: []byte("bar")}}
+		c.WorkingDir = "/work"
+		c.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: data}}
+	})
+	st := h.waitExit(t, id, 30*time.Second)
+	var got []string
+	for _, l := range readLog(t, st.LogPath) {
+		got = append(got, l.stream+" "+l.text)
+	}
+	want := []string{
+		"stdout FOO=bar", "stdout PWD=/work", "stdout HOSTNAME=env",
+		"stdout from the host",
+		"stdout in the working dir",
+		// The host's /etc/passwd is not visible: the module's / is its own scratch dir.
+		"stderr testbox: cat /etc/passwd: open /etc/passwd: No such file or directory",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("log =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	b, err := os.ReadFile(filepath.Join(data, "out"))
+	if err != nil || string(b) != "from the module\n" {
+		t.Errorf("host file = %q, %v", b, err)
+	}
+	if st.ExitCode != 2 {
+		t.Errorf("exit code = %d, want 2 (the failed cat)", st.ExitCode)
+	}
+}
+
+func TestRuntime_StopContainer(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"spin", []string{"echo", "spinning", ";", "spin"}},
+		{"sleep", []string{"echo", "sleeping", ";", "sleep", "1h"}},
+		{"log", []string{"log", "10m", "tick"}},
+	}
+	h := newHarness(t)
+	sb, sbCfg := h.sandbox(t, "stop", nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := h.run(t, sb, sbCfg, tt.name, tt.args, nil)
+			waitLog(t, filepath.Join(sbCfg.LogDirectory, tt.name, "0.log"), "stdout F", 30*time.Second)
+			start := time.Now()
+			const timeout = 2
+			if err := h.rs.StopContainer(context.Background(), id, timeout); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d > timeout*time.Second {
+				t.Errorf("StopContainer took %v, timeout %ds", d, timeout)
+			}
+			resp, err := h.rs.ContainerStatus(context.Background(), id, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := resp.Status
+			if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != exitKilled || st.Reason != "Error" {
+				t.Errorf("after stop: %s exit %d %q, want EXITED %d Error", st.State, st.ExitCode, st.Reason, exitKilled)
+			}
+			// Stopping again is fine.
+			if err := h.rs.StopContainer(context.Background(), id, timeout); err != nil {
+				t.Errorf("second stop: %v", err)
+			}
+		})
+	}
+}
+
+func TestRuntime_OOMKilled(t *testing.T) {
+	tests := []struct {
+		name       string
+		limitMiB   int64
+		allocMiB   string
+		wantReason string
+		wantCode   int32
+	}{
+		{"over", 32, "64", "OOMKilled", exitKilled},
+		{"under", 128, "16", "Completed", 0},
+		{"no-limit", 0, "16", "Completed", 0},
+		{"initial-memory", 1, "1", "OOMKilled", exitKilled},
+	}
+	h := newHarness(t)
+	sb, sbCfg := h.sandbox(t, "oom", nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := h.run(t, sb, sbCfg, tt.name, []string{"oom", tt.allocMiB}, func(c *runtimeapi.ContainerConfig) {
+				c.Linux = &runtimeapi.LinuxContainerConfig{Resources: &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: tt.limitMiB << 20}}
+			})
+			st := h.waitExit(t, id, 60*time.Second)
+			if st.Reason != tt.wantReason || st.ExitCode != tt.wantCode {
+				t.Errorf("exit %d %q (%s), want %d %q", st.ExitCode, st.Reason, st.Message, tt.wantCode, tt.wantReason)
+			}
+			if tt.limitMiB > 0 && st.GetResources().GetLinux().GetMemoryLimitInBytes() != tt.limitMiB<<20 {
+				t.Errorf("status resources = %v", st.Resources)
+			}
+		})
+	}
+}
+
+func TestRuntime_CreateContainer(t *testing.T) {
+	h := newHarness(t)
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// A valid module with no _start: a library, not a WASI command.
+	empty := write("empty.wasm", []byte("\x00asm\x01\x00\x00\x00"))
+	// (module (import "env" "f" (func)) (memory (export "memory") 1) (func (export "_start")))
+	envImport := write("env.wasm", []byte("\x00asm\x01\x00\x00\x00"+
+		"\x01\x04\x01\x60\x00\x00"+ // type: func () -> ()
+		"\x02\x09\x01\x03env\x01f\x00\x00"+ // import env.f
+		"\x03\x02\x01\x00"+ // one func
+		"\x05\x03\x01\x00\x01"+ // memory min 1
+		"\x07\x13\x02\x06memory\x02\x00\x06_start\x00\x01"+ // exports
+		"\x0a\x04\x01\x02\x00\x0b")) // body
+	for name, p := range map[string]string{"wasmlet.local/empty:1": empty, "wasmlet.local/env:1": envImport} {
+		if _, err := h.rt.Images().Import(name, p); err != nil {
+			t.Fatalf("import %s: %v", name, err)
+		}
+	}
+	sb, sbCfg := h.sandbox(t, "bad", nil)
+	tests := []struct {
+		name, image, wantErr string
+		wantCode             codes.Code
+	}{
+		{"no-start", "wasmlet.local/empty:1", "is not a WASI command module: it exports no _start function", codes.FailedPrecondition},
+		{"env-import", "wasmlet.local/env:1", "imports env.f, which are not WASI preview 1", codes.FailedPrecondition},
+		{"unknown", "wasmlet.local/nothere:1", `image "wasmlet.local/nothere:1" is not in the store`, codes.NotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := h.rs.CreateContainer(context.Background(), sb, &runtimeapi.ContainerConfig{
+				Metadata: &runtimeapi.ContainerMetadata{Name: tt.name},
+				Image:    &runtimeapi.ImageSpec{Image: tt.image},
+			}, sbCfg)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || status.Code(err) != tt.wantCode {
+				t.Errorf("CreateContainer = %v, want %s containing %q", err, tt.wantCode, tt.wantErr)
+			}
+		})
+	}
+	// The same name twice in one sandbox and attempt is refused, as in containerd.
+	h.container(t, sb, sbCfg, "twice", nil, nil)
+	if _, err := h.rs.CreateContainer(context.Background(), sb, &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "twice"}, Image: &runtimeapi.ImageSpec{Image: testboxImage},
+	}, sbCfg); status.Code(err) != codes.AlreadyExists {
+		t.Errorf("second create = %v, want AlreadyExists", err)
+	}
+}
+
+func TestRuntime_PodSandbox(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	sb, sbCfg := h.sandbox(t, "web", map[string]string{"app": "web"})
+	st, err := h.rs.PodSandboxStatus(ctx, sb, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status.State != runtimeapi.PodSandboxState_SANDBOX_READY || st.Status.Network.Ip != "10.1.2.3" ||
+		st.Status.Linux.Namespaces.Options.Network != runtimeapi.NamespaceMode_NODE || st.Status.Labels["app"] != "web" {
+		t.Errorf("PodSandboxStatus = %v", st.Status)
+	}
+	if _, err := h.rs.RunPodSandbox(ctx, sbCfg, ""); status.Code(err) != codes.AlreadyExists {
+		t.Errorf("same sandbox again = %v, want AlreadyExists", err)
+	}
+	a := h.run(t, sb, sbCfg, "a", []string{"sleep", "1h"}, nil)
+	b := h.run(t, sb, sbCfg, "b", []string{"spin"}, nil)
+	start := time.Now()
+	if err := h.rs.StopPodSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("StopPodSandbox took %v", d)
+	}
+	for _, id := range []string{a, b} {
+		cs, err := h.rs.ContainerStatus(ctx, id, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cs.Status.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+			t.Errorf("container %s is %s after StopPodSandbox", cs.Status.Metadata.Name, cs.Status.State)
+		}
+	}
+	st, err = h.rs.PodSandboxStatus(ctx, sb, false)
+	if err != nil || st.Status.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+		t.Errorf("after stop: %v %v", st, err)
+	}
+	if err := h.rs.StartContainer(ctx, h.container(t, sb, sbCfg, "late", nil, nil)); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("start in a stopped sandbox = %v, want FailedPrecondition", err)
+	}
+	if err := h.rs.RemovePodSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	if cs, _ := h.rs.ListContainers(ctx, nil); len(cs) != 0 {
+		t.Errorf("containers left after RemovePodSandbox: %v", cs)
+	}
+	if _, err := h.rs.PodSandboxStatus(ctx, sb, false); status.Code(err) != codes.NotFound {
+		t.Errorf("status of removed sandbox = %v, want NotFound", err)
+	}
+	// Idempotent, as the CRI requires.
+	if err := h.rs.StopPodSandbox(ctx, sb); err != nil {
+		t.Errorf("stop removed sandbox: %v", err)
+	}
+	if err := h.rs.RemovePodSandbox(ctx, sb); err != nil {
+		t.Errorf("remove removed sandbox: %v", err)
+	}
+	if err := h.rs.RemoveContainer(ctx, a); err != nil {
+		t.Errorf("remove removed container: %v", err)
+	}
+	if _, err := os.Stat(h.rt.rootfs(a)); !os.IsNotExist(err) {
+		t.Errorf("container scratch dir left: %v", err)
+	}
+}
+
+func TestRuntime_List(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	sb1, cfg1 := h.sandbox(t, "one", map[string]string{"app": "one", "tier": "x"})
+	sb2, cfg2 := h.sandbox(t, "two", map[string]string{"app": "two", "tier": "x"})
+	run1 := h.run(t, sb1, cfg1, "run", []string{"sleep", "1h"}, nil)
+	done1 := h.run(t, sb1, cfg1, "done", []string{"echo", "x"}, nil)
+	created2 := h.container(t, sb2, cfg2, "created", nil, nil)
+	h.waitExit(t, done1, 30*time.Second)
+	if err := h.rs.StopPodSandbox(ctx, sb2); err != nil {
+		t.Fatal(err)
+	}
+
+	ctrs := []struct {
+		name   string
+		filter *runtimeapi.ContainerFilter
+		want   []string
+	}{
+		{"all", nil, []string{run1, done1, created2}},
+		{"id", &runtimeapi.ContainerFilter{Id: run1}, []string{run1}},
+		{"id-prefix", &runtimeapi.ContainerFilter{Id: done1[:12]}, []string{done1}},
+		{"running", &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}, []string{run1}},
+		{"exited", &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_EXITED}}, []string{done1}},
+		{"created", &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_CREATED}}, []string{created2}},
+		{"sandbox", &runtimeapi.ContainerFilter{PodSandboxId: sb2}, []string{created2}},
+		{"label", &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"io.kubernetes.container.name": "done"}}, []string{done1}},
+		{"no-match", &runtimeapi.ContainerFilter{LabelSelector: map[string]string{"nope": "x"}}, nil},
+	}
+	for _, tt := range ctrs {
+		t.Run("containers/"+tt.name, func(t *testing.T) {
+			got, err := h.rs.ListContainers(ctx, tt.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, c := range got {
+				ids = append(ids, c.Id)
+			}
+			if strings.Join(ids, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("ListContainers = %v, want %v", ids, tt.want)
+			}
+		})
+	}
+	sbs := []struct {
+		name   string
+		filter *runtimeapi.PodSandboxFilter
+		want   []string
+	}{
+		{"all", nil, []string{sb1, sb2}},
+		{"id", &runtimeapi.PodSandboxFilter{Id: sb2}, []string{sb2}},
+		{"ready", &runtimeapi.PodSandboxFilter{State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}, []string{sb1}},
+		{"label", &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{"tier": "x", "app": "two"}}, []string{sb2}},
+	}
+	for _, tt := range sbs {
+		t.Run("sandboxes/"+tt.name, func(t *testing.T) {
+			got, err := h.rs.ListPodSandbox(ctx, tt.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, s := range got {
+				ids = append(ids, s.Id)
+			}
+			if strings.Join(ids, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("ListPodSandbox = %v, want %v", ids, tt.want)
+			}
+		})
+	}
+}
+
+func TestRuntime_Restart(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	sb, sbCfg := h.sandbox(t, "keep", map[string]string{"app": "keep"})
+	run := h.run(t, sb, sbCfg, "run", []string{"log", "1h", "tick"}, nil)
+	waitLog(t, filepath.Join(sbCfg.LogDirectory, "run", "0.log"), "tick 1", 30*time.Second)
+	h.stop()
+	h.start(t)
+	sbs, err := h.rs.ListPodSandbox(ctx, nil)
+	if err != nil || len(sbs) != 1 || sbs[0].Id != sb || sbs[0].Labels["app"] != "keep" {
+		t.Fatalf("sandboxes after restart = %v, %v", sbs, err)
+	}
+	cs, err := h.rs.ContainerStatus(ctx, run, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.Status.State != runtimeapi.ContainerState_CONTAINER_EXITED || cs.Status.ExitCode == 0 {
+		t.Errorf("container after restart: %s exit %d", cs.Status.State, cs.Status.ExitCode)
+	}
+	// The agent's next attempt works in the same sandbox.
+	next := h.run(t, sb, sbCfg, "run2", []string{"echo", "again"}, nil)
+	if st := h.waitExit(t, next, 30*time.Second); st.Reason != "Completed" {
+		t.Errorf("new container after restart: %v", st)
+	}
+}
+
+func TestRuntime_Unimplemented(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	sb, sbCfg := h.sandbox(t, "u", nil)
+	id := h.run(t, sb, sbCfg, "u", []string{"sleep", "1h"}, nil)
+	_, _, err := h.rs.ExecSync(ctx, id, []string{"ls"}, time.Second)
+	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "embedded WASI runtime") {
+		t.Errorf("ExecSync = %v, want Unimplemented naming the runtime", err)
+	}
+	if _, err := h.rs.PortForward(ctx, &runtimeapi.PortForwardRequest{PodSandboxId: sb}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("PortForward = %v, want Unimplemented", err)
+	}
+	if err := h.rs.ReopenContainerLog(ctx, id); err != nil {
+		t.Errorf("ReopenContainerLog = %v", err)
+	}
+}
