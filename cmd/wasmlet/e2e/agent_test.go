@@ -32,6 +32,7 @@ var (
 	endpointFlag   = flag.String("endpoint", "", "CRI endpoint of the runtime under test (unix://…)")
 	wasmletFlag    = flag.String("wasmlet", "../../../bin/wasmlet", "the wasmlet binary")
 	imageFlag      = flag.String("image", "wasmlet.local/testbox:1.0", "the testbox image reference")
+	wasmFlag       = flag.String("wasm", "", "testbox.wasm, for the in-process embedded runtime (referenced by path)")
 	busyboxFlag    = flag.String("busybox", "", "a busybox image reference (containerd only; empty skips the shell container)")
 	baseFlag       = flag.String("base", "", "a short directory for agent state (unix socket paths < 108 bytes); empty means a temp dir")
 	hackFlag       = flag.String("hack", "../../../hack", "the repository's hack directory (hack/containerd/up.sh)")

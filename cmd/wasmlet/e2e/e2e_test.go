@@ -535,7 +535,14 @@ func testEmbeddedInProcess(t *testing.T) {
 	a.start(t)
 	defer a.stop(t)
 	a.diagnose(t)
-	a.write(t, "hello.yaml", newPod("hello", v1.RestartPolicyAlways, box("main", "log", "200ms", "in-process")))
+	if *wasmFlag == "" {
+		t.Fatal("-wasm (testbox.wasm) is required for the embedded runtime")
+	}
+	// The agent's own runtime has an empty image store: the image is
+	// referenced by path and pulled (imported) from the file.
+	c := box("main", "log", "200ms", "in-process")
+	c.Image = *wasmFlag
+	a.write(t, "hello.yaml", newPod("hello", v1.RestartPolicyAlways, c))
 	got := a.waitRunning(t, "hello", 60*time.Second)
 	readFileEventually(t, a.containerLog(got, "main", 0), "in-process 1", 30*time.Second)
 	a.remove(t, "hello.yaml")

@@ -32,9 +32,24 @@ type Client struct {
 // callTimeout bounds every CRI call made through a Client.
 const callTimeout = 2 * time.Minute
 
-// Connect dials endpoint for both services. It does not wait for the
-// runtime to be ready; see WaitReady.
+// Connect dials endpoint for both services, retrying every 100 ms until
+// the runtime answers Version or ctx ends (a runtime that is starting has no
+// socket yet). It does not wait for the runtime to be ready; see WaitReady.
 func Connect(ctx context.Context, endpoint string) (*Client, error) {
+	for {
+		c, err := connect(ctx, endpoint)
+		if err == nil {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func connect(ctx context.Context, endpoint string) (*Client, error) {
 	rs, err := remote.NewRemoteRuntimeServiceBuilder().
 		WithEndpoint(endpoint).WithConnectionTimeout(callTimeout).WithTracerProvider(nil).Build(ctx)
 	if err != nil {
@@ -42,6 +57,7 @@ func Connect(ctx context.Context, endpoint string) (*Client, error) {
 	}
 	is, err := remote.NewRemoteImageService(ctx, endpoint, callTimeout, nil, false)
 	if err != nil {
+		rs.Close(ctx)
 		return nil, fmt.Errorf("image service %s: %w", endpoint, err)
 	}
 	return &Client{Runtime: rs, Image: is, Endpoint: endpoint}, nil
