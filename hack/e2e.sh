@@ -106,7 +106,7 @@ for rt in $runtimes; do
     log "starting containerd under $base/ctrd"
     ep=$(hack/containerd/up.sh "$base/ctrd" wasmlet.local/pause:1.0)
     for i in pause busybox testbox; do
-      ctr --address "$base/ctrd/c.sock" -n k8s.io images import --no-unpack "$out/images/$i.tar" >/dev/null
+      ctr --address "$base/ctrd/c.sock" -n k8s.io images import "$out/images/$i.tar" >/dev/null
     done
     "$out/bin/cri" -e "$ep" -timeout 30s wait
     suite containerd "$ep" wasmlet.local/testbox:1.0 \

@@ -3,7 +3,7 @@
 //
 //	cri -e unix:///tmp/wle.x/c.sock wait        wait until the runtime is ready
 //	cri -e … ls                                 list sandboxes, containers and images
-//	cri -e … run IMAGE CMD [ARGS…]              run a host-network one-container pod
+//	cri -e … [-podnet] run IMAGE CMD [ARGS…]    run a one-container pod (host network unless -podnet)
 //	cri -e … rmall                              stop and remove every pod
 package main
 
@@ -21,6 +21,7 @@ import (
 func main() {
 	endpoint := flag.String("e", "", "CRI endpoint, e.g. unix:///tmp/wle.x/c.sock")
 	timeout := flag.Duration("timeout", 2*time.Minute, "overall timeout")
+	podNet := flag.Bool("podnet", false, "run: give the pod its own network (CNI) instead of the node's")
 	flag.Parse()
 	if *endpoint == "" || flag.NArg() < 1 {
 		fmt.Fprintln(os.Stderr, "usage: cri -e ENDPOINT wait|ls|rmall|run IMAGE CMD [ARGS...]")
@@ -28,13 +29,13 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := do(ctx, *endpoint, flag.Args()); err != nil {
+	if err := do(ctx, *endpoint, !*podNet, flag.Args()); err != nil {
 		fmt.Fprintf(os.Stderr, "cri %s: %v\n", flag.Arg(0), err)
 		os.Exit(1)
 	}
 }
 
-func do(ctx context.Context, endpoint string, args []string) error {
+func do(ctx context.Context, endpoint string, hostNet bool, args []string) error {
 	c, err := cri.Connect(ctx, endpoint)
 	if err != nil {
 		return err
@@ -60,13 +61,17 @@ func do(ctx context.Context, endpoint string, args []string) error {
 		start := time.Now()
 		sb, ct, err := c.RunPod(ctx, cri.Pod{
 			Name: name, Namespace: "default", UID: name, Image: args[1],
-			Command: args[2:3], Args: args[3:], HostNetwork: true,
+			Command: args[2:3], Args: args[3:], HostNetwork: hostNet,
 		})
 		if err != nil {
 			return err
 		}
 		fmt.Printf("sandbox %s\ncontainer %s\nstarted in %v\n", sb, ct, time.Since(start).Round(time.Millisecond))
-		return nil
+		st, err := c.Runtime.PodSandboxStatus(ctx, sb, false)
+		if err == nil {
+			fmt.Printf("pod IP %s\n", st.GetStatus().GetNetwork().GetIp())
+		}
+		return err
 	}
 	return fmt.Errorf("unknown subcommand %q", args[0])
 }
