@@ -424,3 +424,29 @@ func TestRuntime_Unimplemented(t *testing.T) {
 		t.Errorf("ReopenContainerLog = %v", err)
 	}
 }
+
+func TestRuntime_Trap(t *testing.T) {
+	h := newHarness(t)
+	// (module (memory (export "memory") 1) (func (export "_start") unreachable))
+	p := filepath.Join(t.TempDir(), "trap.wasm")
+	if err := os.WriteFile(p, []byte("\x00asm\x01\x00\x00\x00"+
+		"\x01\x04\x01\x60\x00\x00"+
+		"\x03\x02\x01\x00"+
+		"\x05\x03\x01\x00\x01"+
+		"\x07\x13\x02\x06memory\x02\x00\x06_start\x00\x00"+
+		"\x0a\x05\x01\x03\x00\x00\x0b"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.rt.Images().Import("wasmlet.local/trap:1", p); err != nil {
+		t.Fatal(err)
+	}
+	sb, sbCfg := h.sandbox(t, "trap", nil)
+	id := h.run(t, sb, sbCfg, "trap", nil, func(c *runtimeapi.ContainerConfig) {
+		c.Image = &runtimeapi.ImageSpec{Image: "wasmlet.local/trap:1"}
+		c.Command = nil
+	})
+	st := h.waitExit(t, id, 30*time.Second)
+	if st.ExitCode != exitTrap || st.Reason != "Error" || !strings.Contains(st.Message, "unreachable") {
+		t.Errorf("exit %d %q %q, want %d Error with the trap", st.ExitCode, st.Reason, st.Message, exitTrap)
+	}
+}
