@@ -64,13 +64,17 @@ type resourceFit struct{}
 func (resourceFit) Name() string { return ResourceFitName }
 
 func (resourceFit) Admit(_ context.Context, a Attributes) (Result, error) {
-	want := PodRequests(a.Pod)
+	want := podRequestsMilli(a.Pod)
 	if len(want) == 0 {
 		return Result{Admit: true}, nil
 	}
-	used := v1.ResourceList{}
+	// Sums in milli-units as int64: Quantity arithmetic is ten times slower
+	// and this runs over every admitted pod for every new pod.
+	used := map[v1.ResourceName]int64{}
 	for _, p := range a.Pods {
-		add(used, PodRequests(p))
+		for n, v := range podRequestsMilli(p) {
+			used[n] += v
+		}
 	}
 	var alloc v1.ResourceList
 	if a.Node != nil {
@@ -84,57 +88,68 @@ func (resourceFit) Admit(_ context.Context, a Attributes) (Result, error) {
 	for _, n := range names {
 		name := v1.ResourceName(n)
 		req := want[name]
-		if req.Sign() < 0 {
+		if req < 0 {
 			return Result{Reason: reasonBadRequest, Message: fmt.Sprintf("negative request for %s", name)}, nil
 		}
-		if req.IsZero() {
+		if req == 0 {
 			continue
 		}
 		capQ := alloc[name]
-		usedQ := used[name]
-		free := capQ.DeepCopy()
-		free.Sub(usedQ)
-		if req.Cmp(free) > 0 {
+		if req > capQ.MilliValue()-used[name] {
 			return Result{
 				Reason: fmt.Sprintf(reasonOutOfFmt, name),
 				Message: fmt.Sprintf("Node didn't have enough resource: %s, requested: %s, used: %s, capacity: %s",
-					name, req.String(), usedQ.String(), capQ.String()),
+					name, milli(req, capQ.Format), milli(used[name], capQ.Format), capQ.String()),
 			}, nil
 		}
 	}
 	return Result{Admit: true}, nil
 }
 
+func milli(v int64, f resource.Format) string {
+	return resource.NewMilliQuantity(v, f).String()
+}
+
+// podRequestsMilli is PodRequests in milli-units.
+func podRequestsMilli(p *v1.Pod) map[v1.ResourceName]int64 {
+	if p == nil {
+		return nil
+	}
+	var out map[v1.ResourceName]int64
+	put := func(n v1.ResourceName, v int64, sum bool) {
+		if out == nil {
+			out = map[v1.ResourceName]int64{}
+		}
+		if sum {
+			out[n] += v
+		} else if cur, ok := out[n]; !ok || v > cur {
+			out[n] = v
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		for n, q := range c.Resources.Requests {
+			put(n, q.MilliValue(), true)
+		}
+	}
+	for _, c := range p.Spec.InitContainers {
+		for n, q := range c.Resources.Requests {
+			put(n, q.MilliValue(), false)
+		}
+	}
+	for n, q := range p.Spec.Overhead {
+		put(n, q.MilliValue(), true)
+	}
+	return out
+}
+
 // PodRequests is a pod's effective resource requests: per resource the larger
 // of the app containers' sum and the largest init container, plus overhead.
 func PodRequests(p *v1.Pod) v1.ResourceList {
 	out := v1.ResourceList{}
-	if p == nil {
-		return out
+	for n, v := range podRequestsMilli(p) {
+		out[n] = *resource.NewMilliQuantity(v, resource.DecimalSI)
 	}
-	for _, c := range p.Spec.Containers {
-		add(out, c.Resources.Requests)
-	}
-	for _, c := range p.Spec.InitContainers {
-		for n, q := range c.Resources.Requests {
-			if cur, ok := out[n]; !ok || q.Cmp(cur) > 0 {
-				out[n] = q.DeepCopy()
-			}
-		}
-	}
-	add(out, p.Spec.Overhead)
 	return out
-}
-
-func add(into, l v1.ResourceList) {
-	for n, q := range l {
-		cur, ok := into[n]
-		if !ok {
-			cur = resource.Quantity{Format: q.Format}
-		}
-		cur.Add(q)
-		into[n] = cur
-	}
 }
 
 // HostPorts rejects a pod that asks for a host port (protocol, IP, port)

@@ -13,28 +13,26 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmlet/wasmlet/abi"
 )
 
-// Op is the operation of a PodUpdate, the kubelet's op model. Its values are
-// the strings of abi.Op, so plugin sources convert without a table.
-type Op string
+// Op is the operation of a PodUpdate, the kubelet's op model. It is abi.Op,
+// so a plugin source's updates need no conversion.
+type Op = abi.Op
 
 // The operations. Sources send SET, ADD, UPDATE, REMOVE and DELETE; the merged
 // stream carries ADD, UPDATE, REMOVE, DELETE and RECONCILE (never SET).
+// REMOVE kills a pod at once (with its grace period) and forgets it; DELETE
+// is graceful deletion (DeletionTimestamp set), handled like an update.
 const (
-	// OpSet is the whole current set of a source's pods.
-	OpSet Op = "SET"
-	// OpAdd carries pods new to the agent.
-	OpAdd Op = "ADD"
-	// OpUpdate carries pods whose spec, labels or annotations changed.
-	OpUpdate Op = "UPDATE"
-	// OpRemove carries pods gone from their source: they are killed at once
-	// (with their grace period) and forgotten.
-	OpRemove Op = "REMOVE"
-	// OpDelete carries pods whose DeletionTimestamp is set (graceful
-	// deletion); the agent treats it like an update.
-	OpDelete Op = "DELETE"
-	// OpReconcile carries pods of which only the status changed.
+	OpSet    = abi.OpSet
+	OpAdd    = abi.OpAdd
+	OpUpdate = abi.OpUpdate
+	OpRemove = abi.OpRemove
+	OpDelete = abi.OpDelete
+	// OpReconcile carries pods of which only the status changed; only the
+	// merge produces it.
 	OpReconcile Op = "RECONCILE"
 )
 

@@ -144,7 +144,10 @@ func (c *PodConfig) Merge(ctx context.Context, source string, u PodUpdate) error
 
 // SeenAllSources reports whether every source given in Config has delivered
 // its first update. Until then the agent must not remove pods or containers
-// that no source knows: they may belong to a source not heard from yet.
+// that no source knows: they may belong to a source not heard from yet. A
+// source counts as seen just after its first update has been received from
+// Updates, never before, so cleanup may start one iteration late but never
+// ahead of pods still on their way.
 func (c *PodConfig) SeenAllSources() bool {
 	c.seenMu.Lock()
 	defer c.seenMu.Unlock()

@@ -5,6 +5,8 @@
 package pod
 
 import (
+	"cmp"
+	"slices"
 	"sort"
 	"sync"
 
@@ -102,7 +104,7 @@ func (m *Manager) RemovePod(pod *v1.Pod) {
 	}
 }
 
-// Pods returns the regular (non-mirror) pods, sorted by full name.
+// Pods returns the regular (non-mirror) pods, sorted by name and namespace.
 func (m *Manager) Pods() []*v1.Pod {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -110,7 +112,7 @@ func (m *Manager) Pods() []*v1.Pod {
 }
 
 // PodsAndMirrorPods returns the regular pods and the mirror pods, each
-// sorted by full name.
+// sorted by name and namespace.
 func (m *Manager) PodsAndMirrorPods() (pods, mirrorPods []*v1.Pod) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -225,17 +227,14 @@ func Hash(pod *v1.Pod) string {
 	return string(pod.UID)
 }
 
+// sorted returns the pods ordered by name, namespace and UID.
 func sorted(byUID map[types.UID]*v1.Pod) []*v1.Pod {
 	out := make([]*v1.Pod, 0, len(byUID))
 	for _, p := range byUID {
 		out = append(out, p)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := config.FullName(out[i]), config.FullName(out[j])
-		if a != b {
-			return a < b
-		}
-		return out[i].UID < out[j].UID
+	slices.SortFunc(out, func(a, b *v1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.UID, b.UID))
 	})
 	return out
 }

@@ -1,0 +1,257 @@
+package file
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmlet/wasmlet/host/config"
+)
+
+const webYAML = `apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  containers:
+  - name: web
+    image: busybox:1.36
+    command: [sleep, "3600"]
+`
+
+const webJSON = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"api","namespace":"kube-system"},
+"spec":{"containers":[{"name":"api","image":"busybox"}]}}`
+
+func TestDecode(t *testing.T) {
+	tests := []struct {
+		name, content, wantErr string
+	}{
+		{"yaml", webYAML, ""},
+		{"json", webJSON, ""},
+		{"empty", "  \n", "empty manifest"},
+		{"not yaml", "{{{", "error converting YAML"},
+		{"not a pod", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n", `want kind Pod`},
+		{"no name", "apiVersion: v1\nkind: Pod\nspec: {containers: [{name: a, image: b}]}\n", "metadata.name is empty"},
+		{"no containers", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n", "spec.containers is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Decode([]byte(tt.content), "/etc/pods/x.yaml", "n1")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "/etc/pods/x.yaml") {
+					t.Fatalf("error %v, want one naming the file and containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(string(p.UID)) {
+				t.Errorf("UID %q is not 32 hex digits", p.UID)
+			}
+			if p.Annotations[config.AnnotationHash] != string(p.UID) {
+				t.Errorf("hash annotation %q, UID %q", p.Annotations[config.AnnotationHash], p.UID)
+			}
+			if !strings.HasSuffix(p.Name, "-n1") || p.Spec.NodeName != "n1" {
+				t.Errorf("name %q nodeName %q", p.Name, p.Spec.NodeName)
+			}
+			if p.Namespace == "" || p.Status.Phase != v1.PodPending {
+				t.Errorf("namespace %q phase %q", p.Namespace, p.Status.Phase)
+			}
+			c := p.Spec.Containers[0]
+			if c.TerminationMessagePath != "/dev/termination-log" || c.ImagePullPolicy == "" ||
+				*p.Spec.TerminationGracePeriodSeconds != 30 || p.Spec.RestartPolicy != v1.RestartPolicyAlways {
+				t.Errorf("defaults missing: %+v %+v", c, p.Spec)
+			}
+		})
+	}
+}
+
+func TestDecode_UID(t *testing.T) {
+	a, _ := Decode([]byte(webYAML), "/p/web.yaml", "n1")
+	b, _ := Decode([]byte(webYAML), "/p/web.yaml", "n1")
+	if a.UID != b.UID {
+		t.Errorf("same content, different UIDs %s %s", a.UID, b.UID)
+	}
+	for _, o := range []struct{ content, path, node string }{
+		{strings.Replace(webYAML, "3600", "3601", 1), "/p/web.yaml", "n1"},
+		{webYAML, "/p/web.yaml", "n2"},
+		{webYAML, "/p/other.yaml", "n1"},
+	} {
+		c, _ := Decode([]byte(o.content), o.path, o.node)
+		if c.UID == a.UID {
+			t.Errorf("%s on %s: same UID as the original", o.path, o.node)
+		}
+	}
+}
+
+// collector records what a source sends and keeps the merged view.
+type collector struct {
+	mu   sync.Mutex
+	pods map[string]*v1.Pod // by name
+	ops  []string
+}
+
+func (c *collector) run(ch <-chan config.PodUpdate) {
+	for u := range ch {
+		c.mu.Lock()
+		c.ops = append(c.ops, string(u.Op))
+		if u.Op == config.OpSet {
+			c.pods = map[string]*v1.Pod{}
+		}
+		for _, p := range u.Pods {
+			if u.Op == config.OpRemove {
+				if cur, ok := c.pods[p.Name]; ok && cur.UID == p.UID {
+					delete(c.pods, p.Name)
+				}
+				continue
+			}
+			c.pods[p.Name] = p
+		}
+		c.mu.Unlock()
+	}
+}
+
+func (c *collector) state() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for n, p := range c.pods {
+		out = append(out, n+"="+p.Spec.Containers[0].Image)
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+func (c *collector) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.state() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("state %q, want %q", c.state(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func pod(name, image string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec:\n  containers: [{name: c, image: %q}]\n", name, image)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestSource_Run(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		// Write then rename, as careful tools do, so the watch never sees
+		// half a file.
+		tmp := filepath.Join(dir, "."+name+".tmp")
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.yaml", pod("a", "img:1"))
+	write("bad.yaml", "kind: [")
+	var logs syncBuffer
+	s := New(Config{Path: dir, NodeName: "n1", CheckFrequency: time.Hour,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
+	ch := make(chan config.PodUpdate)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error)
+	go func() { done <- s.Run(ctx, ch); close(ch) }()
+	var c collector
+	go c.run(ch)
+
+	c.waitFor(t, "a-n1=img:1")
+	if !strings.Contains(logs.String(), filepath.Join(dir, "bad.yaml")) {
+		t.Errorf("bad file not named in the log:\n%s", logs.String())
+	}
+	write("b.yaml", pod("b", "img:1"))
+	c.waitFor(t, "a-n1=img:1 b-n1=img:1")
+	write("a.yaml", pod("a", "img:2"))
+	c.waitFor(t, "a-n1=img:2 b-n1=img:1")
+	// A bad edit keeps the last good pod.
+	write("a.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: []}\n")
+	time.Sleep(100 * time.Millisecond)
+	c.waitFor(t, "a-n1=img:2 b-n1=img:1")
+	write("bad.yaml", pod("fixed", "img:1"))
+	c.waitFor(t, "a-n1=img:2 b-n1=img:1 fixed-n1=img:1")
+	if err := os.Remove(filepath.Join(dir, "b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(t, "a-n1=img:2 fixed-n1=img:1")
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Errorf("Run returned %v", err)
+	}
+	if c.ops[0] != string(config.OpSet) {
+		t.Errorf("first op %s, want SET", c.ops[0])
+	}
+}
+
+func TestSource_Run_periodicSet(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.yaml"), []byte(pod("a", "img:1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Path: filepath.Join(dir, "missing"), NodeName: "n1", CheckFrequency: 30 * time.Millisecond})
+	ch := make(chan config.PodUpdate)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = s.Run(ctx, ch); close(ch) }()
+	var c collector
+	go c.run(ch)
+	time.Sleep(50 * time.Millisecond)
+	c.waitFor(t, "")
+	// The directory appears later: the periodic re-check finds it.
+	if err := os.Rename(dir, dir+"-x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir+"-x", filepath.Join(dir, "missing")); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFor(t, "a-n1=img:1")
+}
+
+func BenchmarkDecode(b *testing.B) {
+	for b.Loop() {
+		if _, err := Decode([]byte(webYAML), "/p/web.yaml", "n1"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
