@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wasmlet/wasmlet/host/agent"
+)
+
+func init() {
+	register("run", command{
+		summary: "run the node agent (flags, or --config FILE with kind WasmletConfiguration)",
+		run:     runRun,
+	})
+}
+
+// The config file's kind and apiVersion.
+const (
+	configKind       = "WasmletConfiguration"
+	configAPIVersion = "wasmlet.io/v1alpha1"
+)
+
+// fileConfig is the `wasmlet run --config` file, in the spirit of the
+// kubelet's KubeletConfiguration: YAML or JSON, camelCase fields, durations
+// as Go durations ("20s"). Fields left out keep their defaults; flags given
+// on the command line override the file. Unknown fields are an error.
+type fileConfig struct {
+	Kind       string `json:"kind"`
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	NodeName                 string           `json:"nodeName,omitempty"`
+	StaticPodPath            *string          `json:"staticPodPath,omitempty"`
+	FileCheckFrequency       *metav1.Duration `json:"fileCheckFrequency,omitempty"`
+	PluginDir                *string          `json:"pluginDir,omitempty"`
+	ContainerRuntimeEndpoint *string          `json:"containerRuntimeEndpoint,omitempty"`
+	ImageServiceEndpoint     *string          `json:"imageServiceEndpoint,omitempty"`
+	RuntimeRequestTimeout    *metav1.Duration `json:"runtimeRequestTimeout,omitempty"`
+	RootDir                  *string          `json:"rootDir,omitempty"`
+	PodLogsDir               *string          `json:"podLogsDir,omitempty"`
+	SyncFrequency            *metav1.Duration `json:"syncFrequency,omitempty"`
+	HousekeepingInterval     *metav1.Duration `json:"housekeepingInterval,omitempty"`
+	PLEGRelistPeriod         *metav1.Duration `json:"plegRelistPeriod,omitempty"`
+	MaxPods                  *int             `json:"maxPods,omitempty"`
+	Address                  *string          `json:"address,omitempty"`
+	ReadOnlyPort             *int             `json:"readOnlyPort,omitempty"`
+	LogLevel                 *string          `json:"logLevel,omitempty"`
+	LogJSON                  *bool            `json:"logJSON,omitempty"`
+}
+
+// logOptions are the settings of `wasmlet run` that are not agent.Config's.
+type logOptions struct {
+	Level string
+	JSON  bool
+}
+
+// runFlags binds the flags of `wasmlet run` to c and lo, with their current
+// values as defaults.
+func runFlags(c *agent.Config, lo *logOptions, configFile *string) *flag.FlagSet {
+	fs := flag.NewFlagSet("wasmlet run", flag.ContinueOnError)
+	fs.StringVar(configFile, "config", *configFile, "config file (YAML or JSON, kind "+configKind+"); flags given override it")
+	fs.StringVar(&c.NodeName, "node-name", c.NodeName, "this node's name; static pods are named <pod>-<node-name> (default: the host name)")
+	fs.StringVar(&c.StaticPodPath, "pod-manifest-path", c.StaticPodPath, "directory of static pod manifests (the file source); empty disables it")
+	fs.DurationVar(&c.FileCheckFrequency, "file-check-frequency", c.FileCheckFrequency, "period of the full re-read of the static pod directory, besides its watch")
+	fs.StringVar(&c.PluginDir, "plugin-dir", c.PluginDir, "directory of .wasm plugins and their manifests; empty loads none")
+	fs.StringVar(&c.RuntimeEndpoint, "container-runtime-endpoint", c.RuntimeEndpoint, "CRI endpoint, e.g. unix:///run/containerd/containerd.sock; empty runs the embedded WASI runtime")
+	fs.StringVar(&c.ImageEndpoint, "image-service-endpoint", c.ImageEndpoint, "CRI image service endpoint (default: the runtime endpoint)")
+	fs.DurationVar(&c.RuntimeRequestTimeout, "runtime-request-timeout", c.RuntimeRequestTimeout, "timeout of each CRI call")
+	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "the agent's state: pod directories, plugin cache, the embedded runtime")
+	fs.StringVar(&c.PodLogsDir, "pod-logs-dir", c.PodLogsDir, "container logs, as <dir>/<namespace>_<pod>_<uid>/<container>/<restart>.log")
+	fs.DurationVar(&c.SyncFrequency, "sync-frequency", c.SyncFrequency, "period of the resync of every pod")
+	fs.DurationVar(&c.HousekeepingInterval, "housekeeping-interval", c.HousekeepingInterval, "period of the cleanup of orphaned pods, containers and directories")
+	fs.DurationVar(&c.PLEGRelistPeriod, "pleg-relist-period", c.PLEGRelistPeriod, "period of the runtime relist")
+	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "the most pods this node admits")
+	fs.StringVar(&c.Address, "address", c.Address, "listen address of the read-only server")
+	fs.IntVar(&c.ReadOnlyPort, "read-only-port", c.ReadOnlyPort, "port of the read-only server (/healthz, /pods, /metrics); 0 disables it")
+	fs.StringVar(&lo.Level, "log-level", lo.Level, "log level: trace, debug, info, warn, error")
+	fs.BoolVar(&lo.JSON, "log-json", lo.JSON, "write logs as JSON lines")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: wasmlet run [flags]\n\nRuns the node agent until SIGTERM or SIGINT.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// loadRunConfig turns the arguments of `wasmlet run` into the agent's
+// Config: agent.Defaults, then the --config file, then the flags given.
+func loadRunConfig(args []string, stderr io.Writer) (agent.Config, logOptions, error) {
+	cfg, lo, file := agent.Defaults(), logOptions{Level: "info"}, ""
+	fs := runFlags(&cfg, &lo, &file)
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		return cfg, lo, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, lo, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if file != "" {
+		cfg, lo = agent.Defaults(), logOptions{Level: "info"}
+		if err := applyConfigFile(file, &cfg, &lo); err != nil {
+			return cfg, lo, err
+		}
+		// Parse again over the file's values: only the flags given change
+		// them.
+		fs = runFlags(&cfg, &lo, &file)
+		fs.SetOutput(stderr)
+		if err := fs.Parse(args); err != nil {
+			return cfg, lo, err
+		}
+	}
+	if cfg.NodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return cfg, lo, fmt.Errorf("node name: %w", err)
+		}
+		cfg.NodeName = h
+	}
+	cfg.NodeName = strings.ToLower(cfg.NodeName)
+	return cfg, lo, validateRunConfig(cfg, lo)
+}
+
+// applyConfigFile reads a WasmletConfiguration file over cfg and lo.
+func applyConfigFile(path string, cfg *agent.Config, lo *logOptions) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	var f fileConfig
+	if err := yaml.UnmarshalStrict(b, &f); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	if f.Kind != configKind {
+		return fmt.Errorf("config file %s: kind is %q, want %q", path, f.Kind, configKind)
+	}
+	if f.APIVersion != "" && f.APIVersion != configAPIVersion {
+		return fmt.Errorf("config file %s: apiVersion is %q, want %q", path, f.APIVersion, configAPIVersion)
+	}
+	if f.NodeName != "" {
+		cfg.NodeName = f.NodeName
+	}
+	setString(&cfg.StaticPodPath, f.StaticPodPath)
+	setString(&cfg.PluginDir, f.PluginDir)
+	setString(&cfg.RuntimeEndpoint, f.ContainerRuntimeEndpoint)
+	setString(&cfg.ImageEndpoint, f.ImageServiceEndpoint)
+	setString(&cfg.RootDir, f.RootDir)
+	setString(&cfg.PodLogsDir, f.PodLogsDir)
+	setString(&cfg.Address, f.Address)
+	setString(&lo.Level, f.LogLevel)
+	setDuration(&cfg.FileCheckFrequency, f.FileCheckFrequency)
+	setDuration(&cfg.RuntimeRequestTimeout, f.RuntimeRequestTimeout)
+	setDuration(&cfg.SyncFrequency, f.SyncFrequency)
+	setDuration(&cfg.HousekeepingInterval, f.HousekeepingInterval)
+	setDuration(&cfg.PLEGRelistPeriod, f.PLEGRelistPeriod)
+	if f.MaxPods != nil {
+		cfg.MaxPods = *f.MaxPods
+	}
+	if f.ReadOnlyPort != nil {
+		cfg.ReadOnlyPort = *f.ReadOnlyPort
+	}
+	if f.LogJSON != nil {
+		lo.JSON = *f.LogJSON
+	}
+	return nil
+}
+
+func setString(dst *string, v *string) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func setDuration(dst *time.Duration, v *metav1.Duration) {
+	if v != nil {
+		*dst = v.Duration
+	}
+}
+
+// validateRunConfig rejects values the agent would misuse.
+func validateRunConfig(c agent.Config, lo logOptions) error {
+	var errs []error
+	for name, d := range map[string]time.Duration{
+		"file-check-frequency": c.FileCheckFrequency, "runtime-request-timeout": c.RuntimeRequestTimeout,
+		"sync-frequency": c.SyncFrequency, "housekeeping-interval": c.HousekeepingInterval,
+		"pleg-relist-period": c.PLEGRelistPeriod,
+	} {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, not %v", name, d))
+		}
+	}
+	if c.MaxPods <= 0 {
+		errs = append(errs, fmt.Errorf("max-pods must be positive, not %d", c.MaxPods))
+	}
+	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {
+		errs = append(errs, fmt.Errorf("read-only-port %d is not a port", c.ReadOnlyPort))
+	}
+	if hclog.LevelFromString(lo.Level) == hclog.NoLevel {
+		errs = append(errs, fmt.Errorf("log-level %q is not one of trace, debug, info, warn, error", lo.Level))
+	}
+	if c.RootDir == "" {
+		errs = append(errs, errors.New("root-dir is empty"))
+	}
+	return errors.Join(errs...)
+}
+
+func runRun(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		// After the first signal, a second one kills the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	return runAgent(ctx, args, os.Stderr)
+}
+
+// runAgent runs `wasmlet run` until ctx is done; it returns the exit code.
+func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
+	cfg, lo, err := loadRunConfig(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "wasmlet run: %v\n", err)
+		return 2
+	}
+	log := hclog.New(&hclog.LoggerOptions{
+		Name: "wasmlet", Level: hclog.LevelFromString(lo.Level), JSONFormat: lo.JSON, Output: stderr,
+	})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg.Logger, cfg.Registerer = log, reg
+	a, err := agent.New(cfg)
+	if err != nil {
+		log.Error("cannot create the agent", "error", err)
+		return 1
+	}
+	log.Info("starting", "node", cfg.NodeName, "pod_manifest_path", cfg.StaticPodPath, "runtime_endpoint", cfg.RuntimeEndpoint,
+		"plugin_dir", cfg.PluginDir, "root_dir", cfg.RootDir, "read_only", fmt.Sprintf("%s:%d", cfg.Address, cfg.ReadOnlyPort))
+	err = a.Run(ctx)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("agent failed", "error", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}

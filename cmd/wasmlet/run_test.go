@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/cri-client/pkg/fake"
+
+	"github.com/wasmlet/wasmlet/host/agent"
+)
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadRunConfig(t *testing.T) {
+	dir := t.TempDir()
+	full := writeFile(t, dir, "full.yaml", `kind: WasmletConfiguration
+apiVersion: wasmlet.io/v1alpha1
+nodeName: Node-A
+staticPodPath: /etc/wasmlet/manifests
+fileCheckFrequency: 5s
+pluginDir: /etc/wasmlet/plugins
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+imageServiceEndpoint: unix:///run/images.sock
+runtimeRequestTimeout: 30s
+rootDir: /srv/wasmlet
+podLogsDir: /srv/logs
+syncFrequency: 30s
+housekeepingInterval: 3s
+plegRelistPeriod: 500ms
+maxPods: 50
+address: 0.0.0.0
+readOnlyPort: 10256
+logLevel: debug
+logJSON: true
+`)
+	readOnlyOff := writeFile(t, dir, "off.yaml", "kind: WasmletConfiguration\nreadOnlyPort: 0\n")
+	typo := writeFile(t, dir, "typo.yaml", "kind: WasmletConfiguration\nstaticPodPaht: /x\n")
+	wrongKind := writeFile(t, dir, "kind.yaml", "kind: KubeletConfiguration\n")
+	badDuration := writeFile(t, dir, "dur.yaml", "kind: WasmletConfiguration\nsyncFrequency: soon\n")
+
+	d := agent.Defaults()
+	tests := []struct {
+		name    string
+		args    []string
+		check   func(agent.Config, logOptions) string // "" when right
+		wantErr string
+	}{
+		{"defaults", []string{"--node-name", "n1"}, func(c agent.Config, lo logOptions) string {
+			want := d
+			want.NodeName = "n1"
+			if fmt.Sprint(c) != fmt.Sprint(want) || lo.Level != "info" || lo.JSON {
+				return fmt.Sprintf("%+v %+v", c, lo)
+			}
+			return ""
+		}, ""},
+		{"default node name is the host name", nil, func(c agent.Config, _ logOptions) string {
+			h, _ := os.Hostname()
+			if c.NodeName != strings.ToLower(h) {
+				return c.NodeName
+			}
+			return ""
+		}, ""},
+		{"flags", []string{"--node-name=N1", "--pod-manifest-path=/m", "--container-runtime-endpoint=unix:///c.sock",
+			"--sync-frequency=10s", "--max-pods=7", "--read-only-port=0", "--log-level=warn", "--log-json"}, func(c agent.Config, lo logOptions) string {
+			if c.NodeName != "n1" || c.StaticPodPath != "/m" || c.RuntimeEndpoint != "unix:///c.sock" || c.SyncFrequency != 10*time.Second ||
+				c.MaxPods != 7 || c.ReadOnlyPort != 0 || lo.Level != "warn" || !lo.JSON || c.RootDir != d.RootDir {
+				return fmt.Sprintf("%+v %+v", c, lo)
+			}
+			return ""
+		}, ""},
+		{"file", []string{"--config", full}, func(c agent.Config, lo logOptions) string {
+			want := agent.Config{NodeName: "node-a", StaticPodPath: "/etc/wasmlet/manifests", FileCheckFrequency: 5 * time.Second,
+				PluginDir: "/etc/wasmlet/plugins", RuntimeEndpoint: "unix:///run/containerd/containerd.sock", ImageEndpoint: "unix:///run/images.sock",
+				RuntimeRequestTimeout: 30 * time.Second, RootDir: "/srv/wasmlet", PodLogsDir: "/srv/logs", SyncFrequency: 30 * time.Second,
+				HousekeepingInterval: 3 * time.Second, PLEGRelistPeriod: 500 * time.Millisecond, MaxPods: 50, Address: "0.0.0.0", ReadOnlyPort: 10256}
+			if fmt.Sprint(c) != fmt.Sprint(want) || lo.Level != "debug" || !lo.JSON {
+				return fmt.Sprintf("%+v %+v", c, lo)
+			}
+			return ""
+		}, ""},
+		{"flags override the file", []string{"--max-pods", "9", "--config", full, "--root-dir=/r", "--log-json=false"}, func(c agent.Config, lo logOptions) string {
+			if c.MaxPods != 9 || c.RootDir != "/r" || lo.JSON || c.SyncFrequency != 30*time.Second || c.StaticPodPath != "/etc/wasmlet/manifests" {
+				return fmt.Sprintf("%+v %+v", c, lo)
+			}
+			return ""
+		}, ""},
+		{"file sets a zero port", []string{"--config", readOnlyOff}, func(c agent.Config, _ logOptions) string {
+			if c.ReadOnlyPort != 0 || c.SyncFrequency != d.SyncFrequency {
+				return fmt.Sprintf("%+v", c)
+			}
+			return ""
+		}, ""},
+		{"unknown field", []string{"--config", typo}, nil, "staticPodPaht"},
+		{"wrong kind", []string{"--config", wrongKind}, nil, `kind is "KubeletConfiguration"`},
+		{"bad duration", []string{"--config", badDuration}, nil, "dur.yaml"},
+		{"missing file", []string{"--config", filepath.Join(dir, "nope.yaml")}, nil, "nope.yaml"},
+		{"bad flag", []string{"--max-pod=1"}, nil, "max-pod"},
+		{"negative duration", []string{"--sync-frequency=-1s"}, nil, "sync-frequency must be positive"},
+		{"bad port", []string{"--read-only-port=70000"}, nil, "not a port"},
+		{"bad level", []string{"--log-level=loud"}, nil, "log-level"},
+		{"stray argument", []string{"extra"}, nil, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, lo, err := loadRunConfig(tt.args, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := tt.check(c, lo); msg != "" {
+				t.Errorf("got %s", msg)
+			}
+		})
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestRunAgent runs `wasmlet run` in-process against the fake CRI over a
+// unix socket: a static pod reaches Running on /pods, /healthz answers, and
+// cancelling (what SIGTERM does) stops it with exit code 0.
+func TestRunAgent(t *testing.T) {
+	dir, err := os.MkdirTemp("", "wlrun") // short: unix socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	manifests := filepath.Join(dir, "m")
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, manifests, "web.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  hostNetwork: true\n  containers: [{name: c, image: busybox:1.36}]\n")
+	endpoint := "unix://" + filepath.Join(dir, "cri.sock")
+	f := fake.NewFakeRemoteRuntime()
+	if err := f.Start(endpoint); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	port := freePort(t)
+	conf := writeFile(t, dir, "wasmlet.yaml", fmt.Sprintf("kind: WasmletConfiguration\nnodeName: n1\nstaticPodPath: %s\nrootDir: %s\npodLogsDir: %s\nreadOnlyPort: %d\nplegRelistPeriod: 100ms\n",
+		manifests, filepath.Join(dir, "root"), filepath.Join(dir, "logs"), port))
+
+	var logs lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	code := make(chan int, 1)
+	go func() { code <- runAgent(ctx, []string{"--config", conf, "--container-runtime-endpoint", endpoint, "--log-json"}, &logs) }()
+
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var list v1.PodList
+		if resp, err := http.Get(base + "/pods"); err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&list)
+			resp.Body.Close()
+			if err == nil && len(list.Items) == 1 && list.Items[0].Name == "web-n1" && list.Items[0].Status.Phase == v1.PodRunning {
+				break
+			}
+		}
+		select {
+		case c := <-code:
+			t.Fatalf("wasmlet run exited with %d:\n%s", c, logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("web-n1 not Running on /pods; last list %+v\nlogs:\n%s", list.Items, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "ok" {
+		t.Errorf("/healthz %d %q", resp.StatusCode, b)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Errorf("exit code %d after cancel, want 0\n%s", c, logs.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("wasmlet run did not stop after cancel")
+	}
+	if !strings.Contains(logs.String(), `"@message":"stopped"`) {
+		t.Errorf("no JSON 'stopped' line in the logs:\n%s", logs.String())
+	}
+}
