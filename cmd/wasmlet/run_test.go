@@ -193,7 +193,9 @@ func TestRunAgent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	code := make(chan int, 1)
-	go func() { code <- runAgent(ctx, []string{"--config", conf, "--container-runtime-endpoint", endpoint, "--log-json"}, &logs) }()
+	go func() {
+		code <- runAgent(ctx, []string{"--config", conf, "--container-runtime-endpoint", endpoint, "--log-json"}, &logs)
+	}()
 
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(20 * time.Second)
