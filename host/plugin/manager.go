@@ -209,7 +209,13 @@ func (m *Manager) scanOne(ctx context.Context, path, stamp string) bool {
 	if old != nil && old.stamp == stamp {
 		return false
 	}
-	p, err := m.e.load(ctx, path, nil)
+	var p *Plugin
+	var err error
+	if strings.HasSuffix(path, abi.ManifestSuffix) {
+		p, err = m.e.load(ctx, path, nil)
+	} else {
+		err = errNoManifest(path)
+	}
 	if err == nil {
 		if other := m.byName(p.Name(), path); other != "" {
 			p.Close(ctx)
@@ -261,7 +267,8 @@ func (m *Manager) byName(name, except string) string {
 
 // discover lists the plugin files of dir with their stamps: every manifest,
 // and every .wasm that no manifest claims (by its wasm field or by the
-// <stem>.plugin.yaml convention). A manifest's stamp covers its module too.
+// <stem>.plugin.yaml convention), which scanOne reports as failed. A
+// manifest's stamp covers its module too.
 func discover(dir string) (map[string]string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -301,6 +308,14 @@ func discover(dir string) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// errNoManifest refuses a module without a manifest in a plugin directory:
+// a daemon only runs plugins whose sha256 someone pinned.
+func errNoManifest(path string) error {
+	stem := strings.TrimSuffix(filepath.Base(path), ".wasm")
+	return fmt.Errorf("%s: %w: no manifest; a plugin directory needs %s%s beside each module",
+		path, ErrManifest, stem, abi.ManifestSuffix)
 }
 
 func stamp(path string) string {
