@@ -255,3 +255,36 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSource_Run_burst1000 measures 1,000 manifests written into a
+// watched directory until the source has sent all 1,000 pods.
+func BenchmarkSource_Run_burst1000(b *testing.B) {
+	const n = 1000
+	var total time.Duration
+	for b.Loop() {
+		dir := b.TempDir()
+		s := New(Config{Path: dir, NodeName: "n1", CheckFrequency: time.Hour})
+		ch := make(chan config.PodUpdate)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { _ = s.Run(ctx, ch) }()
+		if u := <-ch; len(u.Pods) != 0 {
+			b.Fatalf("initial SET of %d pods", len(u.Pods))
+		}
+		start := time.Now()
+		got := map[string]bool{}
+		go func() {
+			for i := range n {
+				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("p%04d.yaml", i)), []byte(pod(fmt.Sprintf("p%04d", i), "img:1")), 0o644)
+			}
+		}()
+		for len(got) < n {
+			u := <-ch
+			for _, p := range u.Pods {
+				got[p.Name] = true
+			}
+		}
+		total += time.Since(start)
+		cancel()
+	}
+	b.ReportMetric(float64(n*b.N)/total.Seconds(), "pods/s")
+}
