@@ -355,10 +355,10 @@ func podNames(pods []*v1.Pod) []string {
 }
 
 // activePods are the admitted pods not in a terminal phase, for admission.
-func (a *Agent) activePods(except types.UID) []*v1.Pod {
+func (a *Agent) activePods() []*v1.Pod {
 	var out []*v1.Pod
 	for _, p := range a.pods.Pods() {
-		if p.UID == except || a.isRejected(p.UID) {
+		if a.isRejected(p.UID) {
 			continue
 		}
 		if s, ok := a.statuses.PodStatus(p.UID); ok && (s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed) {
@@ -381,6 +381,18 @@ func (a *Agent) isRejected(uid types.UID) bool {
 func (a *Agent) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 	sort.SliceStable(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
 	now := time.Now()
+	// The admitted pods, computed once per batch and grown as pods are
+	// admitted: recomputing it per pod is quadratic in locks.
+	adding := make(map[types.UID]bool, len(pods))
+	for _, p := range pods {
+		adding[p.UID] = true
+	}
+	var active []*v1.Pod
+	for _, p := range a.activePods() {
+		if !adding[p.UID] {
+			active = append(active, p)
+		}
+	}
 	for _, p := range pods {
 		a.pods.AddPod(p)
 		if config.IsMirror(p) {
@@ -392,7 +404,7 @@ func (a *Agent) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 			a.firstSeen[p.UID] = now
 		}
 		a.mu.Unlock()
-		r := a.admit.Admit(ctx, admission.Attributes{Pod: p, Node: a.node, Pods: a.activePods(p.UID)})
+		r := a.admit.Admit(ctx, admission.Attributes{Pod: p, Node: a.node, Pods: active})
 		if !r.Admit {
 			a.mu.Lock()
 			a.rejected[p.UID] = true
@@ -402,6 +414,7 @@ func (a *Agent) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 			a.log.Warn("event: pod rejected", "event", "PodRejected", "pod", podName(p), "uid", p.UID, "admitter", r.Admitter, "reason", r.Reason, "message", r.Message)
 			continue
 		}
+		active = append(active, p)
 		if _, ok := a.statuses.PodStatus(p.UID); !ok {
 			a.statuses.SetPodStatus(p, a.generate(p, nil, nil))
 		}

@@ -79,28 +79,9 @@ func int64Value(p *int64) *runtimeapi.Int64Value {
 
 // containerConfig is the CRI container config of one container instance.
 func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, imageRef string, podIPs []string, adj *abi.Adjustment) (*runtimeapi.ContainerConfig, error) {
-	podDir := m.PodDir(pod.UID)
-	logDir := filepath.Join(m.PodLogDir(pod.Namespace, pod.Name, pod.UID), c.Name)
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, fmt.Errorf("container %s: log directory: %w", c.Name, err)
-	}
-	mounts, err := volumeMounts(podDir, pod, c)
+	mounts, err := m.containerFiles(pod, c, podIPs)
 	if err != nil {
 		return nil, err
-	}
-	if !mountsPath(c, "/etc/hosts") {
-		hosts, err := writeHostsFile(podDir, pod, podIPs)
-		if err != nil {
-			return nil, err
-		}
-		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: "/etc/hosts", HostPath: hosts})
-	}
-	if c.TerminationMessagePath != "" && !mountsPath(c, c.TerminationMessagePath) {
-		tl, err := terminationLogFile(podDir, c.Name)
-		if err != nil {
-			return nil, fmt.Errorf("container %s: termination log: %w", c.Name, err)
-		}
-		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: tl})
 	}
 	env, err := envVars(pod, c, podIPs)
 	if err != nil {
@@ -137,6 +118,36 @@ func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 		}
 	}
 	return cfg, nil
+}
+
+// containerFiles makes the container's log directory, volumes, /etc/hosts
+// and termination-log files and returns its mounts.
+func (m *Manager) containerFiles(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.Mount, error) {
+	defer m.fsLock()()
+	podDir := m.PodDir(pod.UID)
+	logDir := filepath.Join(m.PodLogDir(pod.Namespace, pod.Name, pod.UID), c.Name)
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, fmt.Errorf("container %s: log directory: %w", c.Name, err)
+	}
+	mounts, err := volumeMounts(podDir, pod, c)
+	if err != nil {
+		return nil, err
+	}
+	if !mountsPath(c, "/etc/hosts") {
+		hosts, err := writeHostsFile(podDir, pod, podIPs)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: "/etc/hosts", HostPath: hosts})
+	}
+	if c.TerminationMessagePath != "" && !mountsPath(c, c.TerminationMessagePath) {
+		tl, err := terminationLogFile(podDir, c.Name)
+		if err != nil {
+			return nil, fmt.Errorf("container %s: termination log: %w", c.Name, err)
+		}
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: c.TerminationMessagePath, HostPath: tl})
+	}
+	return mounts, nil
 }
 
 func mountsPath(c *v1.Container, path string) bool {

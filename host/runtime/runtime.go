@@ -63,6 +63,11 @@ type Manager struct {
 
 	mu      sync.Mutex
 	reasons map[reasonKey]reason // last start failure per container
+
+	// fsSlots bounds the goroutines blocked in pod-directory syscalls
+	// (each holds an OS thread); a mkdir costs ~4 ms of wall time on
+	// this project's VMs, so the bound is generous.
+	fsSlots chan struct{}
 }
 
 type reasonKey struct {
@@ -104,7 +109,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 		rs.Close(ctx)
 		return nil, fmt.Errorf("runtime: connect to CRI image service %s: %w", cfg.ImageEndpoint, err)
 	}
-	m := &Manager{cfg: cfg, rs: rs, is: is, log: cfg.Logger, reasons: map[reasonKey]reason{}}
+	m := &Manager{cfg: cfg, rs: rs, is: is, log: cfg.Logger, reasons: map[reasonKey]reason{}, fsSlots: make(chan struct{}, 64)}
 	v, err := rs.Version(ctx, "v1")
 	if err != nil {
 		m.Close()
@@ -198,6 +203,12 @@ func (m *Manager) ForgetPod(uid types.UID) {
 			delete(m.reasons, k)
 		}
 	}
+}
+
+// fsLock takes a pod-directory slot; the returned func releases it.
+func (m *Manager) fsLock() func() {
+	m.fsSlots <- struct{}{}
+	return func() { <-m.fsSlots }
 }
 
 // PodDir is <RootDir>/pods/<uid>, the pod's directory.

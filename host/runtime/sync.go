@@ -119,11 +119,8 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 			}
 		}
 	}
-	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
-		return "", nil, fmt.Errorf("pod log directory: %w", err)
-	}
-	if err := os.MkdirAll(m.PodDir(pod.UID), 0o750); err != nil {
-		return "", nil, fmt.Errorf("pod directory: %w", err)
+	if err := m.podDirs(cfg.LogDirectory, pod); err != nil {
+		return "", nil, err
 	}
 	id, err := m.rs.RunPodSandbox(ctx, cfg, m.cfg.RuntimeHandler)
 	if err != nil {
@@ -144,6 +141,18 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 		}
 	}
 	return id, ips, nil
+}
+
+// podDirs makes the pod's log directory and <RootDir>/pods/<uid>.
+func (m *Manager) podDirs(logDir string, pod *v1.Pod) error {
+	defer m.fsLock()()
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return fmt.Errorf("pod log directory: %w", err)
+	}
+	if err := os.MkdirAll(m.PodDir(pod.UID), 0o750); err != nil {
+		return fmt.Errorf("pod directory: %w", err)
+	}
+	return nil
 }
 
 // backOffKey identifies a container across restarts, as the kubelet's
