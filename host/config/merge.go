@@ -186,7 +186,20 @@ func (c *PodConfig) merge(source string, u PodUpdate) mergeResult {
 		pods = map[types.UID]*v1.Pod{}
 	}
 	apply := func(newPods []*v1.Pod, old, into map[types.UID]*v1.Pod) {
+		// An incremental update must not bring a second pod of a name the
+		// source already has (a SET replaces the set, so filter suffices).
+		var held map[string]types.UID
+		if len(into) > 0 {
+			held = make(map[string]types.UID, len(into))
+			for uid, p := range into {
+				held[FullName(p)] = uid
+			}
+		}
 		for _, ref := range c.filter(source, newPods) {
+			if uid, ok := held[FullName(ref)]; ok && uid != ref.UID {
+				c.log.Error("pod skipped: the source already has a pod of that name", "source", source, "pod", FullName(ref), "uid", ref.UID, "held_by", uid)
+				continue
+			}
 			if ref.Annotations == nil {
 				ref.Annotations = map[string]string{}
 			}

@@ -100,6 +100,8 @@ func TestPodConfig_Merge(t *testing.T) {
 			{Op: OpSet, Pods: []*v1.Pod{testPod("a", "uid-a", "img:9"), deleting(b()), withStatus(testPod("c", "uid-c", "i")), testPod("e", "uid-e", "i")}},
 		}, []string{"REMOVE:uid-d", "ADD:uid-e", "UPDATE:uid-a", "DELETE:uid-b", "RECONCILE:uid-c"}},
 		{"invalid pod skipped, others kept", []PodUpdate{{Op: OpSet, Pods: []*v1.Pod{a(), {ObjectMeta: metav1.ObjectMeta{Name: "x", UID: "uid-x"}}}}}, []string{"ADD:uid-a"}},
+		{"ADD of a name the source holds under another UID is skipped", []PodUpdate{{Op: OpAdd, Pods: []*v1.Pod{a()}}, {Op: OpAdd, Pods: []*v1.Pod{testPod("a", "uid-a2", "img:1"), b()}}}, []string{"ADD:uid-b"}},
+		{"SET may replace a name's UID", []PodUpdate{{Op: OpSet, Pods: []*v1.Pod{a()}}, {Op: OpSet, Pods: []*v1.Pod{testPod("a", "uid-a2", "img:1")}}}, []string{"REMOVE:uid-a", "ADD:uid-a2"}},
 		{"duplicate full name skipped", []PodUpdate{{Op: OpSet, Pods: []*v1.Pod{a(), testPod("a", "uid-a2", "img:1")}}}, []string{"ADD:uid-a"}},
 	}
 	for _, tt := range tests {

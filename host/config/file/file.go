@@ -54,9 +54,10 @@ type Source struct {
 
 // entry is what the source knows of one file.
 type entry struct {
-	sum [32]byte // of the content last read
-	pod *v1.Pod  // last good pod; nil if the file never decoded
-	bad bool     // the content of sum did not decode
+	sum  [32]byte // of the content last read
+	pod  *v1.Pod  // last good pod; nil if the file never decoded
+	sent *v1.Pod  // the pod last sent for this file; nil if none
+	bad  bool     // the content of sum did not decode
 }
 
 // New returns the file source of cfg.
@@ -132,7 +133,8 @@ func (s *Source) Run(ctx context.Context, updates chan<- config.PodUpdate) error
 				return errors.New("file source: watcher closed")
 			}
 			if ev.Name == s.cfg.Path && ev.Has(fsnotify.Remove|fsnotify.Rename) {
-				// The directory itself went away: re-watch at the next tick.
+				// The watched path itself went away: watch it again when it
+				// is back (at the flush below, else at the next tick).
 				watching = false
 			}
 			dirty[ev.Name] = true
@@ -146,6 +148,7 @@ func (s *Source) Run(ctx context.Context, updates chan<- config.PodUpdate) error
 			s.log.Error("static pod path watch error", "path", s.cfg.Path, "error", err)
 		case <-flush:
 			flush = nil
+			watch() // a replaced single file or a re-created directory
 			add, remove := s.refresh(dirty)
 			clear(dirty)
 			if len(remove) > 0 && !send(config.PodUpdate{Op: config.OpRemove, Pods: remove}) {
@@ -158,19 +161,30 @@ func (s *Source) Run(ctx context.Context, updates chan<- config.PodUpdate) error
 	}
 }
 
-// scan reads every manifest and returns the current pods, sorted by file.
+// scan reads every manifest and returns the current pods, sorted by file. Of
+// two files with pods of the same name, the first in file order wins; the
+// other is logged naming both files.
 func (s *Source) scan() []*v1.Pod {
 	paths, err := s.list()
 	if err != nil {
 		s.log.Error("cannot read static pod path", "path", s.cfg.Path, "error", err)
 	}
 	seen := make(map[string]bool, len(paths))
+	names := make(map[string]string, len(paths))
 	pods := make([]*v1.Pod, 0, len(paths))
 	for _, p := range paths {
 		seen[p] = true
-		if e := s.read(p); e != nil && e.pod != nil {
-			pods = append(pods, e.pod.DeepCopy())
+		e := s.read(p)
+		if e == nil {
+			continue
 		}
+		e.sent = nil
+		if e.pod == nil || s.duplicate(names, p, e.pod) {
+			continue
+		}
+		names[config.FullName(e.pod)] = p
+		e.sent = e.pod
+		pods = append(pods, e.pod.DeepCopy())
 	}
 	for p := range s.files {
 		if !seen[p] {
@@ -180,8 +194,19 @@ func (s *Source) scan() []*v1.Pod {
 	return pods
 }
 
+// duplicate reports (and logs) whether another file than path already
+// holds a pod of pod's name.
+func (s *Source) duplicate(names map[string]string, path string, pod *v1.Pod) bool {
+	owner, ok := names[config.FullName(pod)]
+	if !ok || owner == path {
+		return false
+	}
+	s.log.Error("static pod manifest skipped: another file has a pod of the same name", "file", path, "pod", pod.Namespace+"/"+pod.Name, "other_file", owner)
+	return true
+}
+
 // refresh re-reads the given paths; it returns the pods that are new or
-// changed and the pods whose file is gone or whose new content replaced
+// changed, and the pods whose file is gone or whose new content replaced
 // them under another UID.
 func (s *Source) refresh(paths map[string]bool) (add, remove []*v1.Pod) {
 	sorted := make([]string, 0, len(paths))
@@ -189,31 +214,49 @@ func (s *Source) refresh(paths map[string]bool) (add, remove []*v1.Pod) {
 		sorted = append(sorted, p)
 	}
 	sort.Strings(sorted)
+	names := make(map[string]string, len(s.files))
+	for p, e := range s.files {
+		if e.sent != nil {
+			names[config.FullName(e.sent)] = p
+		}
+	}
+	drop := func(prev *v1.Pod) {
+		if prev != nil {
+			remove = append(remove, prev.DeepCopy())
+			delete(names, config.FullName(prev))
+		}
+	}
 	for _, p := range sorted {
 		if p != s.cfg.Path && !manifestName(p) {
 			continue
 		}
-		old := s.files[p]
-		var oldPod *v1.Pod
-		if old != nil {
-			oldPod = old.pod
+		var prev *v1.Pod
+		if e := s.files[p]; e != nil {
+			prev = e.sent
 		}
-		fi, err := os.Stat(p)
-		if err != nil || fi.IsDir() {
+		if fi, err := os.Stat(p); err != nil || fi.IsDir() {
 			delete(s.files, p)
-			if oldPod != nil {
-				remove = append(remove, oldPod.DeepCopy())
-			}
+			drop(prev)
 			continue
 		}
 		e := s.read(p)
-		if e == nil || e.pod == nil || e.pod == oldPod {
+		if e == nil || e.pod == prev || e.pod == nil {
+			// Unreadable, unchanged, or bad with its last good pod (or
+			// none) already sent.
 			continue
 		}
-		if oldPod != nil && oldPod.UID != e.pod.UID {
-			remove = append(remove, oldPod.DeepCopy())
+		cur := e.pod
+		if s.duplicate(names, p, cur) {
+			drop(prev)
+			e.sent = nil
+			continue
 		}
-		add = append(add, e.pod.DeepCopy())
+		if prev != nil && prev.UID != cur.UID {
+			drop(prev)
+		}
+		add = append(add, cur.DeepCopy())
+		e.sent = cur
+		names[config.FullName(cur)] = p
 	}
 	return add, remove
 }

@@ -212,12 +212,44 @@ func TestSource_Run(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.waitFor(t, "a-n1=img:2 fixed-n1=img:1")
+	// A second file with a pod of a name already held is skipped, naming
+	// both files; the first keeps its pod.
+	write("z-dup.yaml", pod("fixed", "img:dup"))
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), "z-dup.yaml") {
+		if time.Now().After(deadline) {
+			t.Fatalf("duplicate not logged:\n%s", logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.waitFor(t, "a-n1=img:2 fixed-n1=img:1")
 	cancel()
 	if err := <-done; err != context.Canceled {
 		t.Errorf("Run returned %v", err)
 	}
 	if c.ops[0] != string(config.OpSet) {
 		t.Errorf("first op %s, want SET", c.ops[0])
+	}
+}
+
+func TestSource_scan_duplicates(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{"a.yaml": pod("same", "img:a"), "b.yaml": pod("same", "img:b"), "c.yaml": pod("other", "img:c")} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs syncBuffer
+	s := New(Config{Path: dir, NodeName: "n1", Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
+	var got []string
+	for _, p := range s.scan() {
+		got = append(got, p.Name+"="+p.Spec.Containers[0].Image)
+	}
+	if fmt.Sprint(got) != "[same-n1=img:a other-n1=img:c]" {
+		t.Errorf("scan %v", got)
+	}
+	if !strings.Contains(logs.String(), "b.yaml") || !strings.Contains(logs.String(), "a.yaml") {
+		t.Errorf("duplicate log does not name both files:\n%s", logs.String())
 	}
 }
 
