@@ -64,7 +64,11 @@ func shouldContainerBeRestarted(c *v1.Container, pod *v1.Pod, st *PodStatus) boo
 }
 
 // podSandboxChanged tells whether the pod needs a new sandbox, with the
-// new attempt number and the current sandbox's ID.
+// new attempt number and the current sandbox's ID. Unlike the kubelet it
+// does not compare the sandbox's network namespace mode with the spec: a
+// pod's hostNetwork cannot change without its UID changing (static pods
+// hash their content, API pods cannot change it), and the embedded WASI
+// runtime reports every sandbox on the node's network whatever was asked.
 func podSandboxChanged(pod *v1.Pod, st *PodStatus) (bool, uint32, string) {
 	if len(st.Sandboxes) == 0 {
 		return true, 0, ""
@@ -78,8 +82,6 @@ func podSandboxChanged(pod *v1.Pod, st *PodStatus) (bool, uint32, string) {
 	newest := st.Sandboxes[0]
 	switch {
 	case ready > 1, !newest.Ready:
-		return true, newest.Attempt + 1, newest.ID
-	case newest.HostNetwork != pod.Spec.HostNetwork:
 		return true, newest.Attempt + 1, newest.ID
 	case !pod.Spec.HostNetwork && len(newest.IPs) == 0:
 		return true, newest.Attempt + 1, newest.ID
