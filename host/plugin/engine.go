@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -96,7 +98,7 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 	mode := e.cfg.Deadline
 	wasm := src.wasm
 	if mode == DeadlineAuto || mode == DeadlineMeter {
-		metered, merr := meter(wasm)
+		metered, merr := e.meterCached(src.sha256, wasm)
 		switch {
 		case merr == nil:
 			wasm, mode = metered, DeadlineMeter
@@ -195,6 +197,28 @@ func (p *Plugin) checkV1() error {
 		}
 	}
 	return nil
+}
+
+// meterCached meters wasm, keeping the result in CacheDir (keyed by the
+// original's sha256 and the meter's version) so that a restart skips the
+// rewrite as it skips compilation.
+func (e *engine) meterCached(sha string, wasm []byte) ([]byte, error) {
+	if e.cfg.CacheDir == "" {
+		return meter(wasm)
+	}
+	path := filepath.Join(e.cfg.CacheDir, "wasmlet-meter-"+meterVersion+"-"+sha+".wasm")
+	if b, err := os.ReadFile(path); err == nil {
+		return b, nil
+	}
+	out, err := meter(wasm)
+	if err != nil {
+		return nil, err
+	}
+	tmp := path + ".tmp"
+	if os.WriteFile(tmp, out, 0o600) == nil {
+		os.Rename(tmp, path)
+	}
+	return out, nil
 }
 
 func sig(f api.FunctionDefinition, params, results []api.ValueType) bool {

@@ -44,6 +44,36 @@ func goGuest(tb testing.TB) string {
 	return goGuestPath
 }
 
+var (
+	cacheOnce sync.Once
+	cacheDir  string
+)
+
+// testCacheDir is a compilation cache directory shared by the tests and
+// benchmarks of one run, so the Go guest compiles once per deadline mode.
+func testCacheDir(tb testing.TB) string {
+	cacheOnce.Do(func() {
+		d, err := os.MkdirTemp("", "wasmlet-plugin-cache-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cacheDir = d
+	})
+	return cacheDir
+}
+
+// TestMain removes the shared temporary directories after the run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if cacheDir != "" {
+		os.RemoveAll(cacheDir)
+	}
+	if goGuestPath != "" {
+		os.RemoveAll(filepath.Dir(goGuestPath))
+	}
+	os.Exit(code)
+}
+
 type buildError struct {
 	err error
 	out string

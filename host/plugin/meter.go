@@ -28,6 +28,9 @@ const (
 	meterModule   = "wasmlet:meter"
 	meterFunc     = "tick"
 	meterInterval = 4096
+	// meterVersion names the rewrite in cached metered modules; change it
+	// whenever the rewrite's output changes.
+	meterVersion = "1"
 )
 
 // errMeterTimeout is the panic value meterTick stops a call with.

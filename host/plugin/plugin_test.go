@@ -147,7 +147,7 @@ func TestPlugin_Faults(t *testing.T) {
 // imports answer.
 func TestPlugin_GoGuest(t *testing.T) {
 	ctx := context.Background()
-	cfg := Config{Timeout: time.Second, MemoryPages: 1024,
+	cfg := Config{Timeout: time.Second, MemoryPages: 1024, CacheDir: testCacheDir(t),
 		NodeInfo: func(context.Context) (abi.NodeInfo, error) { return abi.NodeInfo{Name: "node-1"}, nil }}
 	p, err := Load(ctx, LoadConfig{Path: goGuest(t), Config: cfg, PluginConfig: map[string]string{"reason": "FromConfig"}})
 	if err != nil {
