@@ -63,6 +63,7 @@ type Agent struct {
 
 	iterationStart atomic.Int64 // unix nanos of the running iteration, 0 when idle
 	cleaning       atomic.Bool
+	background     sync.WaitGroup // housekeeping runs
 }
 
 // New checks cfg, fills in defaults and builds the agent's parts that need
@@ -173,6 +174,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.rt.Close()
+	defer a.background.Wait()
 	if err := a.build(); err != nil {
 		return err
 	}
@@ -507,7 +509,9 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) {
 	if !a.cleaning.CompareAndSwap(false, true) {
 		return
 	}
+	a.background.Add(1)
 	go func() {
+		defer a.background.Done()
 		defer a.cleaning.Store(false)
 		desired := map[types.UID]bool{}
 		for _, p := range a.pods.Pods() {
