@@ -104,5 +104,9 @@ func runtimeImport(args []string) int {
 		return 1
 	}
 	fmt.Printf("%s %s (%d bytes)\n", image.Normalize(name), img.ID, img.Size)
+	if err := wasiruntime.Precompile(context.Background(), *root, img.ID); err != nil {
+		fmt.Fprintf(os.Stderr, "wasmlet runtime import: imported, but containers of it will fail: %v\n", err)
+		return 1
+	}
 	return 0
 }

@@ -81,11 +81,11 @@ func (h *harness) start(t testing.TB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- rt.Serve(ctx, l) }()
-	rs, err := remote.NewRemoteRuntimeService(context.Background(), rt.Endpoint(), 10*time.Second, nil, false)
+	rs, err := remote.NewRemoteRuntimeService(context.Background(), rt.Endpoint(), 2*time.Minute, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	is, err := remote.NewRemoteImageService(context.Background(), rt.Endpoint(), 10*time.Second, nil, false)
+	is, err := remote.NewRemoteImageService(context.Background(), rt.Endpoint(), 2*time.Minute, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,19 +112,10 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wasiruntime: %w", err)
 	}
-	cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
-	if err != nil {
-		return nil, fmt.Errorf("wasiruntime: compilation cache %s: %w", cfg.CacheDir, err)
-	}
 	ctx := context.Background()
-	// WithCloseOnContextDone is what lets StopContainer end a guest that
-	// never calls the host (see RATIONALE.md, "The embedded runtime").
-	wr := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
-		WithCompilationCache(cache).
-		WithCloseOnContextDone(true))
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, wr); err != nil {
-		wr.Close(ctx)
-		return nil, fmt.Errorf("wasiruntime: WASI: %w", err)
+	wr, cache, err := newWazero(ctx, cfg.CacheDir)
+	if err != nil {
+		return nil, err
 	}
 	podIP := cfg.PodIP
 	if podIP == "" {
@@ -148,6 +139,49 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("wasiruntime: state %s: %w", st.dir, err)
 	}
 	return r, nil
+}
+
+// newWazero is the wazero runtime every container runs in, with its
+// compilation cache in cacheDir.
+func newWazero(ctx context.Context, cacheDir string) (wazero.Runtime, wazero.CompilationCache, error) {
+	cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("wasiruntime: compilation cache %s: %w", cacheDir, err)
+	}
+	// WithCloseOnContextDone is what lets StopContainer end a guest that
+	// never calls the host (see RATIONALE.md, "The embedded runtime").
+	wr := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
+		WithCompilationCache(cache).
+		WithCloseOnContextDone(true))
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, wr); err != nil {
+		wr.Close(ctx)
+		cache.Close(ctx)
+		return nil, nil, fmt.Errorf("wasiruntime: WASI: %w", err)
+	}
+	return wr, cache, nil
+}
+
+// Precompile compiles an image of the runtime rooted at rootDir into its
+// compilation cache (<rootDir>/cache) and checks that it is a WASI command
+// module, so that the first container of the image starts without the
+// compile. `wasmlet runtime import` calls it.
+func Precompile(ctx context.Context, rootDir, ref string) error {
+	images, err := OpenImages(rootDir)
+	if err != nil {
+		return err
+	}
+	img, err := images.Resolve(ref)
+	if err != nil {
+		return err
+	}
+	wr, cache, err := newWazero(ctx, filepath.Join(rootDir, "cache"))
+	if err != nil {
+		return err
+	}
+	defer cache.Close(ctx)
+	defer wr.Close(ctx)
+	_, err = newModuleCache(wr, hclog.NewNullLogger()).get(ctx, img, ref)
+	return err
 }
 
 // Endpoint returns the default CRI endpoint: unix://<RootDir>/cri.sock.
