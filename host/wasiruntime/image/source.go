@@ -67,7 +67,7 @@ func readSource(path string) ([]byte, sourceMeta, error) {
 	}
 	img, err := tarball.ImageFromPath(path, nil)
 	if err != nil {
-		return nil, sourceMeta{}, fmt.Errorf("neither a Wasm module (no \\0asm header) nor an image tarball: %w", err)
+		return nil, sourceMeta{}, fmt.Errorf("it is neither a Wasm module (no \\0asm header) nor an image tarball: %w", err)
 	}
 	return moduleOf(img)
 }

@@ -77,7 +77,7 @@ func TestStore_Import(t *testing.T) {
 		{"file-url", "", "file://" + plain, module("plain"), nil, ""},
 		{"layout", "wasmlet.local/layout:2", lay, module("layout"), nil, ""},
 		{"tarball", "wasmlet.local/tar:1", tar, module("tarball"), []string{"/app.wasm", "serve"}, ""},
-		{"not-wasm", "wasmlet.local/text:1", notWasm, nil, nil, "neither a Wasm module nor an image tarball"},
+		{"not-wasm", "wasmlet.local/text:1", notWasm, nil, nil, "is neither a Wasm module"},
 		{"missing", "wasmlet.local/missing:1", filepath.Join(dir, "nope.wasm"), nil, nil, "no such file"},
 	}
 	s, err := Open(t.TempDir())
