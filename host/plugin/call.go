@@ -27,8 +27,8 @@ type Plugin struct {
 	deadline    DeadlineMode
 	timeout     time.Duration
 	memoryPages uint32
-	pool        *pool
-	ext         *extismPlugin // abi: extism
+	pool        *pool[*instance] // abi: v1
+	ext         *extismPlugin    // abi: extism
 	stats       *stats
 	log         hclog.Logger
 	logBudget   logBudget
@@ -51,7 +51,9 @@ func (p *Plugin) init() error {
 	p.log = p.e.cfg.Logger.Named("plugin." + m.Name)
 	p.logBudget = logBudget{max: p.e.cfg.GuestLogMax}
 	p.stats = newStats()
-	p.pool = newPool(p, p.e.cfg.PoolSize)
+	if p.compiled != nil {
+		p.pool = newPool(p, p.newInstance)
+	}
 	if p.compiled != nil {
 		for n, md := range p.compiled.ExportedMemories() {
 			if md.Min() > p.memoryPages {
@@ -61,6 +63,8 @@ func (p *Plugin) init() error {
 	}
 	return nil
 }
+
+func (p *Plugin) memoryBytes() uint64 { return uint64(p.memoryPages) * 65536 }
 
 // Name is the plugin's name.
 func (p *Plugin) Name() string { return p.manifest.Name }
@@ -159,10 +163,7 @@ func (p *Plugin) call(ctx context.Context, k abi.Kind, input []byte, resp any) (
 	var out []byte
 	var err error
 	if p.ext != nil {
-		out, err = p.ext.call(ctx, k, input)
-		if err == nil && resp != nil {
-			err = p.decode(k, out, resp)
-		}
+		out, err = p.ext.call(ctx, k, input, resp)
 	} else {
 		out, err = p.callV1(ctx, k, input, resp)
 	}

@@ -85,16 +85,7 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 		return e.loadExtism(ctx, src, overrides)
 	}
 	p := &Plugin{e: e, src: src, manifest: src.manifest}
-	if len(overrides) > 0 {
-		cfg := map[string]string{}
-		for k, v := range src.manifest.Config {
-			cfg[k] = v
-		}
-		for k, v := range overrides {
-			cfg[k] = v
-		}
-		p.manifest.Config = cfg
-	}
+	p.manifest.Config = mergeConfig(src.manifest.Config, overrides)
 	mode := e.cfg.Deadline
 	wasm := src.wasm
 	if mode == DeadlineAuto || mode == DeadlineMeter {
@@ -229,7 +220,7 @@ func sig(f api.FunctionDefinition, params, results []api.ValueType) bool {
 // cheap byte search: a false positive only routes the module to the Extism
 // loader, which then fails with a clear error.
 func importsExtism(wasm []byte) bool {
-	return strings.Contains(string(wasm), "extism:host/env")
+	return strings.Contains(string(wasm), extismImportModule)
 }
 
 var errNoMemory = errors.New("module exports no memory")

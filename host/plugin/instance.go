@@ -68,7 +68,7 @@ func kindIndex(k abi.Kind) int {
 
 func (p *Plugin) newInstance(ctx context.Context) (inst *instance, err error) {
 	inst = &instance{p: p, stack: make([]uint64, 2)}
-	inst.memory = cappedMemory{max: uint64(p.memoryPages) * 65536, denied: &inst.memDenied}
+	inst.memory = cappedMemory{max: p.memoryBytes(), denied: &inst.memDenied}
 	inst.out = guestOutput{p: p}
 	mc := wazero.NewModuleConfig().
 		WithName("").
@@ -243,53 +243,66 @@ func (m *cappedMemory) Reallocate(size uint64) []byte {
 // Free implements experimental.LinearMemory.
 func (m *cappedMemory) Free() { m.buf = nil }
 
-// pool is a plugin's bounded set of instances.
-type pool struct {
-	p      *Plugin
-	sem    chan struct{}
-	idle   chan *instance
-	mu     sync.Mutex
-	closed bool
+// pooled is what a pool holds: a v1 instance or an Extism one.
+type pooled interface {
+	callCount() int
+	close()
 }
 
-func newPool(p *Plugin, size int) *pool {
-	return &pool{p: p, sem: make(chan struct{}, size), idle: make(chan *instance, size)}
+func (i *instance) callCount() int { return i.calls }
+
+// pool is a plugin's bounded set of instances.
+type pool[T pooled] struct {
+	name    string
+	sem     chan struct{}
+	idle    chan T
+	create  func(context.Context) (T, error)
+	recycle int
+	stats   *stats
+	mu      sync.Mutex
+	closed  bool
+}
+
+func newPool[T pooled](p *Plugin, create func(context.Context) (T, error)) *pool[T] {
+	size := p.e.cfg.PoolSize
+	return &pool[T]{name: p.manifest.Name, sem: make(chan struct{}, size), idle: make(chan T, size),
+		create: create, recycle: p.e.cfg.RecycleAfter, stats: p.stats}
 }
 
 // get borrows an instance, instantiating one when none is idle.
-func (pl *pool) get(ctx context.Context) (*instance, error) {
+func (pl *pool[T]) get(ctx context.Context) (T, error) {
+	var zero T
 	select {
 	case pl.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("plugin %q: waiting for an instance: %w", pl.p.manifest.Name, ctx.Err())
+		return zero, fmt.Errorf("plugin %q: waiting for an instance: %w", pl.name, ctx.Err())
 	}
 	pl.mu.Lock()
 	closed := pl.closed
 	pl.mu.Unlock()
 	if closed {
 		<-pl.sem
-		return nil, fmt.Errorf("plugin %q: %w", pl.p.manifest.Name, ErrClosed)
+		return zero, fmt.Errorf("plugin %q: %w", pl.name, ErrClosed)
 	}
 	select {
 	case inst := <-pl.idle:
 		return inst, nil
 	default:
 	}
-	inst, err := pl.p.newInstance(ctx)
+	inst, err := pl.create(ctx)
 	if err != nil {
 		<-pl.sem
-		return nil, err
+		return zero, err
 	}
-	pl.p.stats.instantiated()
+	pl.stats.instantiated()
 	return inst, nil
 }
 
 // put returns an instance; a failed or worn-out one is closed instead.
-func (pl *pool) put(inst *instance, ok bool) {
+func (pl *pool[T]) put(inst T, ok bool) {
 	pl.mu.Lock()
-	keep := ok && !pl.closed && inst.calls < pl.p.e.cfg.RecycleAfter
+	keep := ok && !pl.closed && inst.callCount() < pl.recycle
 	if keep {
-		inst.ctx = nil
 		pl.idle <- inst // never blocks: at most len(sem) instances exist
 	}
 	pl.mu.Unlock()
@@ -299,7 +312,7 @@ func (pl *pool) put(inst *instance, ok bool) {
 	<-pl.sem
 }
 
-func (pl *pool) close() {
+func (pl *pool[T]) close() {
 	pl.mu.Lock()
 	pl.closed = true
 	pl.mu.Unlock()

@@ -1,0 +1,42 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wasmlet/wasmlet/abi"
+)
+
+// TestPlugin_Extism loads a module written against Extism's kernel (bare:
+// detected by its imports) and checks the kinds, the plugin-error path, the
+// deadline and that the next call works.
+func TestPlugin_Extism(t *testing.T) {
+	ctx := context.Background()
+	p := load(t, "testdata/wat/extism.wasm", Config{Timeout: 100 * time.Millisecond})
+	if m := p.Manifest(); m.ABI != abi.Extism || len(m.Kinds) != 3 {
+		t.Fatalf("manifest = %+v, want abi extism with 3 kinds", m)
+	}
+	r, err := p.Admit(ctx, admitReq(`{"metadata":{"name":"x!"}}`))
+	if err != nil || r.Allowed || r.Reason != "Bang" {
+		t.Fatalf("Admit = %+v, %v; want denied Bang", r, err)
+	}
+	if _, err := p.Hook(ctx, &abi.HookRequest{Point: abi.HookPreStop}); !errors.Is(err, ErrPluginFailed) || !strings.Contains(err.Error(), "hook failed on purpose") {
+		t.Fatalf("Hook = %v, want ErrPluginFailed with the plugin's message", err)
+	}
+	start := time.Now()
+	if _, err := p.Source(ctx, &abi.SourceRequest{Seq: 1}); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("Source = %v, want ErrTimeout", err)
+	}
+	if d := time.Since(start); d > 2*p.Timeout() {
+		t.Fatalf("spinning source stopped after %s, more than twice its %s deadline", d, p.Timeout())
+	}
+	if r, err := p.Admit(ctx, admitReq(`{}`)); err != nil || !r.Allowed {
+		t.Fatalf("Admit after failures = %+v, %v; want allowed", r, err)
+	}
+	if st := p.Stats(); st.Calls != 4 || st.Errors != 2 || st.Timeouts != 1 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
