@@ -106,7 +106,7 @@ func (m *Manager) OnChange(f func()) {
 // Run scans the directory, then watches it (fsnotify, plus a rescan every
 // Config.Rescan) until ctx is done, and closes every plugin.
 func (m *Manager) Run(ctx context.Context) error {
-	m.Scan(ctx)
+	// Watch before the first scan, so no change falls between the two.
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		m.cfg.Logger.Warn("plugin dir: fsnotify unavailable, periodic rescan only", "dir", m.cfg.Dir, "error", err)
@@ -121,6 +121,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	if w != nil {
 		events, errs = w.Events, w.Errors
 	}
+	m.Scan(ctx)
 	tick := time.NewTicker(m.cfg.Rescan)
 	defer tick.Stop()
 	// Debounce: writers (cp, editors) produce bursts; scan once they settle.
