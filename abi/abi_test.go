@@ -1,0 +1,147 @@
+package abi
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPackResult(t *testing.T) {
+	tests := []struct{ ptr, length uint32 }{{0, 0}, {1, 2}, {0xffffffff, 0xffffffff}, {65536, 17}, {0, 5}}
+	for _, tt := range tests {
+		packed := PackResult(tt.ptr, tt.length)
+		if packed>>32 != uint64(tt.ptr) {
+			t.Errorf("PackResult(%d, %d) = %#x: pointer not in the high 32 bits", tt.ptr, tt.length, packed)
+		}
+		p, l := UnpackResult(packed)
+		if p != tt.ptr || l != tt.length {
+			t.Errorf("UnpackResult(PackResult(%d, %d)) = %d, %d", tt.ptr, tt.length, p, l)
+		}
+	}
+}
+
+func FuzzUnpackResult(f *testing.F) {
+	f.Add(uint64(0))
+	f.Add(uint64(1) << 32)
+	f.Add(^uint64(0))
+	f.Fuzz(func(t *testing.T, packed uint64) {
+		if p, l := UnpackResult(packed); PackResult(p, l) != packed {
+			t.Fatalf("round trip of %#x lost bits", packed)
+		}
+	})
+}
+
+func TestExportForKind(t *testing.T) {
+	want := map[Kind]string{KindSource: ExportSource, KindAdmission: ExportAdmit, KindHook: ExportHook, "other": ""}
+	for k, e := range want {
+		if got := ExportForKind(k); got != e {
+			t.Errorf("ExportForKind(%q) = %q, want %q", k, got, e)
+		}
+	}
+	for _, k := range Kinds {
+		if ExportForKind(k) == "" {
+			t.Errorf("kind %q in Kinds has no export", k)
+		}
+	}
+}
+
+func TestErrno_String(t *testing.T) {
+	for e := ErrnoNoResult; e <= ErrnoNotFound; e++ {
+		if s := e.String(); s == "" || s == "unknown errno" {
+			t.Errorf("Errno(%d).String() = %q", e, s)
+		}
+	}
+	if Errno(-99).String() != "unknown errno" {
+		t.Error("unknown errno not reported as such")
+	}
+}
+
+func TestManifest_Validate(t *testing.T) {
+	valid := func() Manifest {
+		return Manifest{Name: "deny-privileged", Version: "1.0.0", ABI: V1, Kinds: []Kind{KindAdmission}, SHA256: "ab"}
+	}
+	tests := []struct {
+		name   string
+		mutate func(*Manifest)
+		errSub string // empty: valid
+	}{
+		{"valid", func(*Manifest) {}, ""},
+		{"extism", func(m *Manifest) { m.ABI = Extism }, ""},
+		{"bad name", func(m *Manifest) { m.Name = "Deny_Privileged" }, "name"},
+		{"name too long", func(m *Manifest) { m.Name = strings.Repeat("a", 64) }, "name"},
+		{"missing abi", func(m *Manifest) { m.ABI = "" }, "abi: missing"},
+		{"unknown abi", func(m *Manifest) { m.ABI = "v9" }, "unsupported"},
+		{"no kinds", func(m *Manifest) { m.Kinds = nil }, "kinds"},
+		{"unknown kind", func(m *Manifest) { m.Kinds = []Kind{"mutation"} }, "unknown kind"},
+		{"duplicate kind", func(m *Manifest) { m.Kinds = []Kind{KindHook, KindHook} }, "twice"},
+		{"missing sha256", func(m *Manifest) { m.SHA256 = "" }, "sha256"},
+		{"bad failure policy", func(m *Manifest) { m.FailurePolicy = "Maybe" }, "failurePolicy"},
+		{"negative timeout", func(m *Manifest) { m.Permissions.Timeout.Duration = -time.Second }, "timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := valid()
+			tt.mutate(&m)
+			err := m.Validate()
+			if tt.errSub == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				if m.Wasm != m.Name+".wasm" || m.FailurePolicy != FailurePolicyFail {
+					t.Fatalf("defaults not filled: wasm %q, failurePolicy %q", m.Wasm, m.FailurePolicy)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.errSub) {
+				t.Fatalf("Validate() = %v, want an error mentioning %q", err, tt.errSub)
+			}
+		})
+	}
+}
+
+func TestManifest_HasKind(t *testing.T) {
+	m := Manifest{Kinds: []Kind{KindSource, KindHook}}
+	if !m.HasKind(KindHook) || m.HasKind(KindAdmission) {
+		t.Fatalf("HasKind wrong for %v", m.Kinds)
+	}
+}
+
+func TestDuration_JSON(t *testing.T) {
+	var p Permissions
+	if err := json.Unmarshal([]byte(`{"timeout":"250ms"}`), &p); err != nil || p.Timeout.Duration != 250*time.Millisecond {
+		t.Fatalf("Unmarshal = %v, %v", p.Timeout, err)
+	}
+	b, err := json.Marshal(p.Timeout)
+	if err != nil || string(b) != `"250ms"` {
+		t.Fatalf("Marshal = %s, %v", b, err)
+	}
+	for _, bad := range []string{`{"timeout":250}`, `{"timeout":"soon"}`} {
+		if err := json.Unmarshal([]byte(bad), &p); err == nil {
+			t.Errorf("Unmarshal(%s) succeeded", bad)
+		}
+	}
+}
+
+// TestMessages_JSON pins the wire names of ABI v1 messages (abi/v1/SPEC.md §3).
+func TestMessages_JSON(t *testing.T) {
+	tests := []struct {
+		v    any
+		want string
+	}{
+		{AdmitResponse{Allowed: false, Reason: "Privileged", Message: "m"}, `{"allowed":false,"reason":"Privileged","message":"m"}`},
+		{AdmitRequest{Pod: json.RawMessage(`{}`), PodsOnNode: []json.RawMessage{json.RawMessage(`{}`)}}, `{"pod":{},"podsOnNode":[{}]}`},
+		{SourceRequest{Seq: 3}, `{"seq":3}`},
+		{SourceResponse{Updates: []PodUpdate{{Op: OpSet, Pods: []json.RawMessage{}}}, NextPollMillis: 5}, `{"updates":[{"op":"SET","pods":[]}],"nextPollMillis":5}`},
+		{HookRequest{Point: HookPreCreate, Pod: json.RawMessage(`{}`)}, `{"point":"PreCreate","pod":{}}`},
+		{HookResponse{Adjustment: &Adjustment{Env: []EnvVar{{Name: "A", Value: "1"}}}}, `{"adjustment":{"env":[{"name":"A","value":"1"}]}}`},
+		{HTTPRequest{Method: "GET", URL: "http://x", Body: []byte("hi")}, `{"method":"GET","url":"http://x","body":"aGk="}`},
+		{NodeInfo{Name: "n"}, `{"name":"n"}`},
+	}
+	for _, tt := range tests {
+		b, err := json.Marshal(tt.v)
+		if err != nil || string(b) != tt.want {
+			t.Errorf("%T: %s, %v; want %s", tt.v, b, err, tt.want)
+		}
+	}
+}
