@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -122,5 +123,28 @@ func TestNew_portInUse(t *testing.T) {
 	n := a.Addr().(*net.TCPAddr).Port
 	if _, err := New(Config{Port: n}); err == nil || !strings.Contains(err.Error(), "listen") {
 		t.Errorf("second listen on %d: %v", n, err)
+	}
+}
+
+func BenchmarkServer_pods1000(b *testing.B) {
+	pods := make([]v1.Pod, 1000)
+	for i := range pods {
+		pods[i] = v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%04d-n1", i), Namespace: "default", UID: "0123456789abcdef0123456789abcdef"},
+			Spec:       v1.PodSpec{NodeName: "n1", Containers: []v1.Container{{Name: "c", Image: "busybox:1.36"}}},
+			Status:     v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "c", Ready: true, ContainerID: "containerd://abc"}}},
+		}
+	}
+	s, err := New(Config{Pods: func() []v1.Pod { return pods }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := s.Handler()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/pods", nil))
+		if rec.Code != 200 {
+			b.Fatal(rec.Code)
+		}
 	}
 }

@@ -320,3 +320,31 @@ func BenchmarkSource_Run_burst1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(n*b.N)/total.Seconds(), "pods/s")
 }
+
+// FuzzDecode checks that no manifest makes Decode panic, and that every pod
+// it accepts is a valid static pod of the node.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(webYAML))
+	f.Add([]byte(webJSON))
+	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n"))
+	f.Add([]byte("kind: ["))
+	uid := regexp.MustCompile(`^[0-9a-f]{32}$`)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := Decode(b, "/p/f.yaml", "n1")
+		if err != nil {
+			if !strings.Contains(err.Error(), "/p/f.yaml") {
+				t.Errorf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if err := config.Validate(p); err != nil {
+			t.Errorf("accepted an invalid pod: %v", err)
+		}
+		if !strings.HasSuffix(p.Name, "-n1") || p.Spec.NodeName != "n1" || p.Annotations[config.AnnotationHash] != string(p.UID) {
+			t.Errorf("not a static pod of n1: %s %s %v", p.Name, p.Spec.NodeName, p.Annotations)
+		}
+		if p.UID == "" || (!uid.MatchString(string(p.UID)) && !bytes.Contains(b, []byte(p.UID))) {
+			t.Errorf("UID %q neither a hash nor from the manifest", p.UID)
+		}
+	})
+}
