@@ -96,6 +96,9 @@ func (c *PodConfig) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	// With no sources (or when every source returned early) the stream
+	// stays open until ctx is done: a closed stream ends the sync loop.
+	<-ctx.Done()
 	wg.Wait()
 	close(c.updates)
 	return ctx.Err()

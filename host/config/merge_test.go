@@ -210,6 +210,26 @@ func TestPodConfig_SeenAllSources(t *testing.T) {
 	}
 }
 
+func TestPodConfig_Run_noSources(t *testing.T) {
+	c := New(Config{})
+	if !c.SeenAllSources() {
+		t.Error("no sources, yet not all seen")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	select {
+	case <-c.Updates():
+		t.Fatal("Updates closed (or sent) with no sources before ctx was done")
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+	<-done
+	if _, ok := <-c.Updates(); ok {
+		t.Error("Updates not closed after Run")
+	}
+}
+
 func TestPodConfig_SeenAllSources_notBeforeDelivery(t *testing.T) {
 	c := New(Config{Sources: []Source{fakeSource{name: "one", pods: []*v1.Pod{testPod("a", "uid-a", "i")}}}})
 	ctx, cancel := context.WithCancel(context.Background())
