@@ -52,7 +52,8 @@ type Admitter interface {
 type Config struct {
 	// Admitters run in this order; the first rejection stops the chain.
 	Admitters []Admitter
-	// Logger receives one line per rejection; nil discards.
+	// Logger receives one debug line per rejection (the agent logs the
+	// event); nil discards.
 	Logger hclog.Logger
 	// Registerer receives wasmlet_admission_results_total; nil registers
 	// nothing.
@@ -110,7 +111,7 @@ func (c *Chain) Admit(ctx context.Context, attrs Attributes) Result {
 			r.Message = fmt.Sprintf("admitter %s: %s", name, r.Message)
 		}
 		r.Admit, r.Admitter = false, name
-		c.log.Warn("pod rejected", "pod", podName(attrs.Pod), "admitter", name, "reason", r.Reason, "message", r.Message)
+		c.log.Debug("pod rejected", "pod", podName(attrs.Pod), "admitter", name, "reason", r.Reason, "message", r.Message)
 		return r
 	}
 	return Result{Admit: true}
