@@ -521,13 +521,23 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) {
 		for _, uid := range a.workers.Known() {
 			working[uid] = true
 		}
+		// A pod counts as wanted if it was in the snapshots above or is in
+		// the pod manager now: a pod added since the snapshot already has
+		// a worker making its sandbox and directories.
+		keep := func(uid types.UID) bool {
+			if desired[uid] || working[uid] {
+				return true
+			}
+			_, ok := a.pods.PodByUID(uid)
+			return ok
+		}
 		running, err := a.rt.GetPods(ctx)
 		if err != nil {
 			a.log.Error("housekeeping: list runtime pods", "error", err)
 			return
 		}
 		for _, rp := range running {
-			if desired[rp.UID] || working[rp.UID] || !live(rp) {
+			if keep(rp.UID) || !live(rp) {
 				continue
 			}
 			a.log.Info("killing orphaned pod", "pod", rp.Namespace+"/"+rp.Name, "uid", rp.UID)
@@ -536,11 +546,10 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) {
 			working[rp.UID] = true
 		}
 		for _, p := range a.statuses.Pods() {
-			if !desired[p.UID] && !working[p.UID] {
+			if !keep(p.UID) {
 				a.forget(p.UID)
 			}
 		}
-		keep := func(uid types.UID) bool { return desired[uid] || working[uid] }
 		if err := a.rt.GarbageCollect(ctx, keep); err != nil && ctx.Err() == nil {
 			a.log.Warn("housekeeping: garbage collection", "error", err)
 		}

@@ -47,6 +47,9 @@ const hostsHeader = "# Kubernetes-managed hosts file.\n"
 // IP and hostname.
 func writeHostsFile(podDir string, pod *v1.Pod, ips []string) (string, error) {
 	path := filepath.Join(podDir, "etc-hosts")
+	if err := os.MkdirAll(podDir, 0o750); err != nil {
+		return "", fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
 	var buf bytes.Buffer
 	if pod.Spec.HostNetwork {
 		host, err := os.ReadFile("/etc/hosts")
