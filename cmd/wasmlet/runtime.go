@@ -4,12 +4,16 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wasmlet/wasmlet/host/wasiruntime"
 	"github.com/wasmlet/wasmlet/host/wasiruntime/image"
@@ -33,6 +37,7 @@ func runRuntime(args []string) int {
 	listen := fs.String("listen", "", "CRI endpoint to serve (default unix://<root-dir>/cri.sock)")
 	podIP := fs.String("pod-ip", "", "IP reported for every pod (default: the node's first non-loopback IPv4)")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	metricsAddr := fs.String("metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics (e.g. 127.0.0.1:10256); empty: off")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: wasmlet runtime [flags]\n       wasmlet runtime import [--root-dir DIR] [NAME] SOURCE\n\nServes the CRI v1 runtime and image services for WASI modules.\n\nflags:")
 		fs.PrintDefaults()
@@ -41,10 +46,22 @@ func runRuntime(args []string) int {
 		return 2
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "wasmlet", Level: hclog.LevelFromString(*level)})
-	rt, err := wasiruntime.New(wasiruntime.Config{RootDir: *root, PodIP: *podIP, Logger: log})
+	reg := prometheus.NewRegistry()
+	rt, err := wasiruntime.New(wasiruntime.Config{RootDir: *root, PodIP: *podIP, Logger: log, Registerer: reg})
 	if err != nil {
 		log.Error("start runtime", "error", err)
 		return 1
+	}
+	if *metricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		srv := &http.Server{Addr: *metricsAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
+				log.Error("metrics server", "error", err)
+			}
+		}()
+		defer srv.Close()
 	}
 	endpoint := *listen
 	if endpoint == "" {

@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -29,15 +31,16 @@ type compiled struct {
 // moduleCache compiles each image once (the wazero compilation cache on disk
 // makes a recompile after a restart cheap) and keeps the result in memory.
 type moduleCache struct {
-	wr  wazero.Runtime
-	log hclog.Logger
+	wr      wazero.Runtime
+	log     hclog.Logger
+	observe prometheus.Observer // compile durations; may be nil
 
 	mu sync.Mutex
 	m  map[string]*compiled // by image ID
 }
 
-func newModuleCache(wr wazero.Runtime, log hclog.Logger) *moduleCache {
-	return &moduleCache{wr: wr, log: log, m: map[string]*compiled{}}
+func newModuleCache(wr wazero.Runtime, log hclog.Logger, compile prometheus.Observer) *moduleCache {
+	return &moduleCache{wr: wr, log: log, observe: compile, m: map[string]*compiled{}}
 }
 
 // get returns the compiled module of img, compiling it the first time; a
@@ -73,7 +76,11 @@ func (mc *moduleCache) compile(img image.Image, name string) (wazero.CompiledMod
 		return nil, 0, fmt.Errorf("image %s: %w", name, err)
 	}
 	ctx := context.Background()
+	start := time.Now()
 	mod, err := mc.wr.CompileModule(ctx, b)
+	if mc.observe != nil {
+		mc.observe.Observe(time.Since(start).Seconds())
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("image %s (%s) is not a valid Wasm module: %w", name, img.ID, err)
 	}
@@ -85,7 +92,7 @@ func (mc *moduleCache) compile(img image.Image, name string) (wazero.CompiledMod
 	if m, ok := mod.ExportedMemories()["memory"]; ok {
 		minBytes = uint64(m.Min()) << 16
 	}
-	mc.log.Debug("compiled image", "image", name, "id", img.ID)
+	mc.log.Debug("compiled image", "image", name, "id", img.ID, "duration", time.Since(start))
 	return mod, minBytes, nil
 }
 

@@ -79,6 +79,8 @@ func (r *Runtime) start(ctx context.Context, c *container) error {
 	c.stopping = false
 	r.saveContainer(c)
 	done := c.done
+	r.metrics.starts.Inc()
+	r.metrics.running.Inc()
 	go func() {
 		defer close(done)
 		code, reason, msg := r.execute(instCtx, c, cm, mc, limit)
@@ -100,6 +102,8 @@ func (r *Runtime) start(ctx context.Context, c *container) error {
 		r.saveContainer(c)
 		c.mu.Unlock()
 		cancel()
+		r.metrics.running.Dec()
+		r.metrics.exits.WithLabelValues(reason).Inc()
 		r.log.Debug("container exited", "container", c.ID, "name", c.Metadata.GetName(), "exit_code", code, "reason", reason)
 	}()
 	r.log.Debug("container started", "container", c.ID, "name", c.Metadata.GetName(), "argv", c.Argv)

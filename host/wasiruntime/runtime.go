@@ -29,8 +29,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"google.golang.org/grpc"
@@ -58,10 +60,14 @@ type Config struct {
 	PodIP string
 	// Logger receives structured logs; nil discards them.
 	Logger hclog.Logger
+	// Registerer receives the runtime's metrics (wasmlet_wasiruntime_*);
+	// nil means none are registered.
+	Registerer prometheus.Registerer
 }
 
 // Runtime is the embedded WASI runtime. Create it with New.
 type Runtime struct {
+	lock   *os.File // flock on <RootDir>/lock: one runtime per root
 	cfg    Config
 	log    hclog.Logger
 	images *image.Store
@@ -71,6 +77,7 @@ type Runtime struct {
 	wr      wazero.Runtime
 	cache   wazero.CompilationCache
 	modules *moduleCache
+	metrics *metrics
 
 	mu         sync.Mutex
 	sandboxes  map[string]*sandbox
@@ -104,6 +111,16 @@ func New(cfg Config) (*Runtime, error) {
 			return nil, fmt.Errorf("wasiruntime: %w", err)
 		}
 	}
+	lock, err := lockRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			lock.Close()
+		}
+	}()
 	images, err := OpenImages(root)
 	if err != nil {
 		return nil, fmt.Errorf("wasiruntime: %w", err)
@@ -111,6 +128,10 @@ func New(cfg Config) (*Runtime, error) {
 	st, err := openStateDir(filepath.Join(root, "state"))
 	if err != nil {
 		return nil, fmt.Errorf("wasiruntime: %w", err)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("wasiruntime: metrics: %w", err)
 	}
 	ctx := context.Background()
 	wr, cache, err := newWazero(ctx, cfg.CacheDir)
@@ -122,6 +143,7 @@ func New(cfg Config) (*Runtime, error) {
 		podIP = nodeIP()
 	}
 	r := &Runtime{
+		lock:       lock,
 		cfg:        cfg,
 		log:        log,
 		images:     images,
@@ -133,11 +155,13 @@ func New(cfg Config) (*Runtime, error) {
 		containers: map[string]*container{},
 		names:      map[string]string{},
 	}
-	r.modules = newModuleCache(wr, log)
+	r.metrics = m
+	r.modules = newModuleCache(wr, log, m.compile)
 	if err := r.load(); err != nil {
 		wr.Close(ctx)
 		return nil, fmt.Errorf("wasiruntime: state %s: %w", st.dir, err)
 	}
+	ok = true
 	return r, nil
 }
 
@@ -180,7 +204,7 @@ func Precompile(ctx context.Context, rootDir, ref string) error {
 	}
 	defer cache.Close(ctx)
 	defer wr.Close(ctx)
-	_, err = newModuleCache(wr, hclog.NewNullLogger()).get(ctx, img, ref)
+	_, err = newModuleCache(wr, hclog.NewNullLogger(), nil).get(ctx, img, ref)
 	return err
 }
 
@@ -270,8 +294,24 @@ func (r *Runtime) Close() error {
 		if cerr := r.cache.Close(context.Background()); err == nil {
 			err = cerr
 		}
+		r.lock.Close()
+		r.log.Info("runtime closed", "containers_stopped", len(cs))
 	})
 	return err
+}
+
+// lockRoot takes an exclusive lock on the root dir: two runtimes on one
+// root would each think the other's containers died.
+func lockRoot(root string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(root, "lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("wasiruntime: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("wasiruntime: root dir %s is in use by another runtime: %w", root, err)
+	}
+	return f, nil
 }
 
 // nodeIP returns the first non-loopback IPv4 address of an up interface.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -388,6 +389,9 @@ func TestRuntime_Restart(t *testing.T) {
 	sb, sbCfg := h.sandbox(t, "keep", map[string]string{"app": "keep"})
 	run := h.run(t, sb, sbCfg, "run", []string{"log", "1h", "tick"}, nil)
 	waitLog(t, filepath.Join(sbCfg.LogDirectory, "run", "0.log"), "tick 1", 30*time.Second)
+	if _, err := New(Config{RootDir: h.root}); err == nil || !strings.Contains(err.Error(), "in use by another runtime") {
+		t.Errorf("a second runtime on the same root: %v, want an in-use error", err)
+	}
 	h.stop()
 	h.start(t)
 	sbs, err := h.rs.ListPodSandbox(ctx, nil)
@@ -448,5 +452,69 @@ func TestRuntime_Trap(t *testing.T) {
 	st := h.waitExit(t, id, 30*time.Second)
 	if st.ExitCode != exitTrap || st.Reason != "Error" || !strings.Contains(st.Message, "unreachable") {
 		t.Errorf("exit %d %q %q, want %d Error with the trap", st.ExitCode, st.Reason, st.Message, exitTrap)
+	}
+}
+
+func TestRuntime_Metrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	rt, err := New(Config{RootDir: t.TempDir(), CacheDir: testCache, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if _, err := rt.Images().Import(testboxImage, testboxWasm); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rs := &runtimeServer{r: rt}
+	sb, err := rs.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "m", Namespace: "default", Uid: "u"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"exit", "0"}, {"exit", "1"}} {
+		c, err := rs.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sb.PodSandboxId, Config: &runtimeapi.ContainerConfig{
+			Metadata: &runtimeapi.ContainerMetadata{Name: args[1]}, Image: &runtimeapi.ImageSpec{Image: testboxImage}, Args: args}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rs.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: c.ContainerId}); err != nil {
+			t.Fatal(err)
+		}
+		ctr, _ := rt.container(c.ContainerId)
+		<-ctr.done
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			key := mf.GetName()
+			for _, l := range m.Label {
+				key += "/" + l.GetValue()
+			}
+			switch {
+			case m.Counter != nil:
+				got[key] = m.Counter.GetValue()
+			case m.Gauge != nil:
+				got[key] = m.Gauge.GetValue()
+			case m.Histogram != nil:
+				got[key] = float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	want := map[string]float64{
+		"wasmlet_wasiruntime_container_starts_total":          2,
+		"wasmlet_wasiruntime_container_exits_total/Completed": 1,
+		"wasmlet_wasiruntime_container_exits_total/Error":     1,
+		"wasmlet_wasiruntime_containers_running":              0,
+		"wasmlet_wasiruntime_compile_duration_seconds":        1,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
+		}
 	}
 }
