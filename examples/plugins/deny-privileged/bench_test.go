@@ -1,0 +1,197 @@
+//go:build !wasip1
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/plugin"
+	"github.com/wasmlet/wasmlet/sdk"
+	"github.com/wasmlet/wasmlet/sdk/sdktest"
+)
+
+// The same deny-privileged policy on testdata/pod4k.json, side by side:
+// native Go with encoding/json into k8s.io/api's v1.Pod (the baseline),
+// native Go with the SDK's decoder, the Go SDK module and the C module
+// through wasmlet's plugin host. Each wasm figure is reported with its ratio
+// to the baseline ("x-native").
+//
+//	go test -run '^$' -bench Admit -benchtime 2000x ./examples/plugins/deny-privileged/
+
+// nativeCPU is the baseline's cpu-ns/op, set by its sub-benchmark, which
+// runs first; the others report their ratio to it as "x-native-cpu".
+var nativeCPU float64
+
+// The machine is shared, so besides wall time each benchmark reports the
+// process's CPU time per op ("cpu-ns/op"), which load from other processes
+// barely changes.
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measure runs f b.N times and reports cpu-ns/op and the ratio to the
+// baseline's, on CPU time: wall time on a shared machine is too noisy for a
+// ratio.
+func measure(b *testing.B, f func()) float64 {
+	b.ReportAllocs()
+	b.ResetTimer()
+	c0 := cpuNow()
+	for i := 0; i < b.N; i++ {
+		f()
+	}
+	perOp := float64(cpuNow()-c0) / float64(b.N)
+	b.ReportMetric(perOp, "cpu-ns/op")
+	if nativeCPU > 0 {
+		b.ReportMetric(perOp/nativeCPU, "x-native-cpu")
+	}
+	return perOp
+}
+
+func BenchmarkAdmit(b *testing.B) {
+	pod, err := os.ReadFile(filepath.Join(repoRoot(b), "testdata", "pod4k.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req, err := json.Marshal(abi.AdmitRequest{Pod: pod})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	b.Run("native-encoding-json", func(b *testing.B) {
+		nativeCPU = 0
+		nativeCPU = measure(b, func() {
+			if !nativeAdmit(b, req) {
+				b.Fatal("pod4k denied")
+			}
+		})
+	})
+	b.Run("native-sdk", func(b *testing.B) {
+		measure(b, func() {
+			in := append([]byte(nil), req...) // Handle owns its input, as the wasm export does
+			allowedOrFatal(b, sdk.Handle(abi.KindAdmission, in))
+		})
+	})
+
+	goWasm, err := sdktest.BuildGo(".")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cWasm := buildC(b)
+	for _, m := range []struct {
+		name, path string
+		mode       plugin.DeadlineMode
+	}{
+		{"wasm-go-sdk", goWasm, plugin.DeadlineAuto},
+		{"wasm-go-sdk-nodeadline", goWasm, plugin.DeadlineNone},
+		{"wasm-c", cWasm, plugin.DeadlineAuto},
+	} {
+		p, err := sdktest.TryLoad(plugin.LoadConfig{Path: m.path, Config: plugin.Config{PoolSize: 1, Deadline: m.mode}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		// call: the request bytes in, the response decoded, as the baseline
+		// does; admit: the host's Admit, which also encodes the request.
+		b.Run(m.name+"/"+string(p.DeadlineMode())+"/call", func(b *testing.B) {
+			measure(b, func() {
+				out, err := p.Call(ctx, abi.KindAdmission, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				allowedOrFatal(b, out)
+			})
+		})
+		b.Run(m.name+"/"+string(p.DeadlineMode())+"/admit", func(b *testing.B) {
+			areq := &abi.AdmitRequest{Pod: pod}
+			measure(b, func() {
+				resp, err := p.Admit(ctx, areq)
+				if err != nil || !resp.Allowed {
+					b.Fatalf("admit: %+v %v", resp, err)
+				}
+			})
+		})
+		p.Close(context.Background())
+	}
+}
+
+// nativeAdmit is the policy written the usual way: encoding/json into
+// k8s.io/api types, and an encoded response.
+func nativeAdmit(b *testing.B, req []byte) bool {
+	var r struct {
+		Pod v1.Pod `json:"pod"`
+	}
+	if err := json.Unmarshal(req, &r); err != nil {
+		b.Fatal(err)
+	}
+	resp := abi.AdmitResponse{Allowed: true}
+	spec := &r.Pod.Spec
+	check := func(name string, sc *v1.SecurityContext) {
+		if resp.Allowed && sc != nil && sc.Privileged != nil && *sc.Privileged {
+			resp = abi.AdmitResponse{Reason: "Privileged", Message: "container " + name + " is privileged"}
+		}
+	}
+	for _, c := range spec.InitContainers {
+		check(c.Name, c.SecurityContext)
+	}
+	for _, c := range spec.Containers {
+		check(c.Name, c.SecurityContext)
+	}
+	for _, c := range spec.EphemeralContainers {
+		check(c.Name, c.SecurityContext)
+	}
+	out, err := json.Marshal(resp)
+	if err != nil || len(out) == 0 {
+		b.Fatal(err)
+	}
+	return resp.Allowed
+}
+
+func allowedOrFatal(b *testing.B, out []byte) {
+	var resp abi.AdmitResponse
+	if err := json.Unmarshal(out, &resp); err != nil || !resp.Allowed {
+		b.Fatalf("response %s: %v", out, err)
+	}
+}
+
+// buildC builds the C example with the project's build script.
+func buildC(b *testing.B) string {
+	root := repoRoot(b)
+	out := filepath.Join(sdktest.CacheDir(), "build", "c")
+	cmd := exec.Command(filepath.Join(root, "hack", "build-plugins.sh"), out, "examples/plugins/deny-privileged-c")
+	cmd.Dir = root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build the C plugin: %v\n%s", err, msg)
+	}
+	return filepath.Join(out, "deny-privileged-c.wasm")
+}
+
+func repoRoot(tb testing.TB) string {
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,322 @@
+// Package sdk is the Go SDK for wasmlet plugins.
+//
+// A plugin is a `package main` that implements one or more of Admitter,
+// Source and Hook and registers itself from init:
+//
+//	type policy struct{}
+//
+//	func (policy) Admit(req sdk.AdmitRequest) (sdk.Verdict, error) {
+//		for _, c := range req.Pod.Spec.AllContainers() {
+//			if c.SecurityContext.IsPrivileged() {
+//				return sdk.Deny("Privileged", "container "+c.Name+" is privileged"), nil
+//			}
+//		}
+//		return sdk.Allow(), nil
+//	}
+//
+//	func init() { sdk.Register(policy{}) }
+//	func main() {}
+//
+// Build it with
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o policy.wasm .
+//
+// The SDK exports ABI v1 (abi/v1/SPEC.md) for the kinds the registered value
+// implements, decodes requests with its own reflection-free JSON decoder into
+// the pod types of this package, and encodes the answers. Host services
+// (Config, Log, KV, HTTP, ThisNode) are plain Go functions.
+//
+// The same package builds natively: the host services then talk to an
+// in-process NativeHost, so the plugin's logic unit-tests with `go test`, and
+// sdk/sdktest runs the compiled .wasm through wasmlet's real plugin host.
+package sdk
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/wasmlet/wasmlet/abi"
+)
+
+// Admitter is implemented by an admission plugin: it decides whether a pod
+// may run on this node, like the kubelet's PodAdmitHandler.
+type Admitter interface {
+	// Admit returns the verdict for req.Pod. An error means the plugin could
+	// not decide; the host then applies the manifest's failure policy.
+	Admit(req AdmitRequest) (Verdict, error)
+}
+
+// Source is implemented by a pod source plugin, polled by the host.
+type Source interface {
+	// Poll returns the changes since the last poll. An error keeps the
+	// source's last good state.
+	Poll(req SourceRequest) (SourceResult, error)
+}
+
+// Hook is implemented by a lifecycle hook plugin.
+type Hook interface {
+	// Hook is called at req.Point and may return adjustments (honoured at
+	// PreSandbox and PreCreate). An error fails the step under failure
+	// policy Fail.
+	Hook(req HookRequest) (Adjustment, error)
+}
+
+// AdmitRequest is what an Admitter is asked about. The node and the pods
+// already on the node are decoded only when asked for.
+type AdmitRequest struct {
+	// Pod is the pod asking to be admitted.
+	Pod Pod
+
+	node []byte // raw v1.Node JSON, nil when absent
+	pods []byte // raw JSON array of v1.Pod, nil when absent
+}
+
+// Node decodes the node the agent runs as. ok is false when the host sent
+// none (standalone mode before registration).
+func (r AdmitRequest) Node() (node Node, ok bool, err error) {
+	if r.node == nil {
+		return Node{}, false, nil
+	}
+	d := decoder{buf: r.node}
+	decodeNode(&d, &node)
+	if err := d.end(); err != nil {
+		return Node{}, true, fmt.Errorf("admit request: node: %w", err)
+	}
+	return node, true, nil
+}
+
+// PodsOnNode decodes the pods already admitted on this node.
+func (r AdmitRequest) PodsOnNode() ([]Pod, error) {
+	if r.pods == nil {
+		return nil, nil
+	}
+	d := decoder{buf: r.pods}
+	var pods []Pod
+	isNull := false
+	for n := 0; d.elem(&n, &isNull); {
+		decodePod(&d, grow(&pods))
+	}
+	if err := d.end(); err != nil {
+		return nil, fmt.Errorf("admit request: podsOnNode: %w", err)
+	}
+	return pods, nil
+}
+
+// Verdict is an admission decision, the kubelet's PodAdmitResult.
+type Verdict struct {
+	// Allowed is true when the pod may run.
+	Allowed bool
+	// Reason is a short CamelCase reason for a denial, e.g. "Privileged".
+	Reason string
+	// Message explains a denial to a human.
+	Message string
+}
+
+// Allow admits the pod.
+func Allow() Verdict { return Verdict{Allowed: true} }
+
+// Deny rejects the pod with a CamelCase reason and a message.
+func Deny(reason, message string) Verdict {
+	return Verdict{Reason: reason, Message: message}
+}
+
+// SourceRequest is one poll of a Source.
+type SourceRequest struct {
+	// Seq counts polls since the plugin was loaded, from 1.
+	Seq uint64
+}
+
+// PodUpdate is one operation on a set of pods (v1.Pod JSON each).
+type PodUpdate = abi.PodUpdate
+
+// Op is a pod update operation (SET, ADD, UPDATE, REMOVE, DELETE).
+type Op = abi.Op
+
+// SourceResult is what a Source returns from a poll.
+type SourceResult struct {
+	// Updates are applied in order; none means "no change".
+	Updates []PodUpdate
+	// NextPoll asks for the next poll after this long; 0 keeps the host's
+	// interval.
+	NextPoll time.Duration
+}
+
+// HookPoint is a lifecycle point (PreSandbox, PreCreate, PostStart, PreStop,
+// PodTerminated).
+type HookPoint = abi.HookPoint
+
+// Adjustment is what a hook asks to change: env, labels, annotations.
+type Adjustment = abi.Adjustment
+
+// HookRequest is one call of a Hook.
+type HookRequest struct {
+	// Point is the lifecycle point.
+	Point HookPoint
+	// Pod is the pod concerned.
+	Pod Pod
+	// Container is the container concerned at container points, else nil.
+	Container *Container
+}
+
+// registered is the plugin value given to Register and what it implements.
+var registered struct {
+	admitter Admitter
+	source   Source
+	hook     Hook
+}
+
+// Register makes p the plugin. p must implement at least one of Admitter,
+// Source and Hook; the SDK serves exactly those. Call it from init: in a
+// wasm module built with -buildmode=c-shared, main never runs. Register
+// panics when p implements nothing or when called twice.
+func Register(p any) {
+	if registered.admitter != nil || registered.source != nil || registered.hook != nil {
+		panic("sdk.Register called twice")
+	}
+	a, aok := p.(Admitter)
+	s, sok := p.(Source)
+	h, hok := p.(Hook)
+	if !aok && !sok && !hok {
+		panic(fmt.Sprintf("sdk.Register: %T implements none of sdk.Admitter, sdk.Source, sdk.Hook", p))
+	}
+	registered.admitter, registered.source, registered.hook = a, s, h
+}
+
+// Kinds lists the kinds the registered plugin implements, in abi.Kinds order.
+func Kinds() []abi.Kind {
+	var ks []abi.Kind
+	for _, k := range abi.Kinds {
+		if handles(k) {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+func handles(k abi.Kind) bool {
+	switch k {
+	case abi.KindAdmission:
+		return registered.admitter != nil
+	case abi.KindSource:
+		return registered.source != nil
+	case abi.KindHook:
+		return registered.hook != nil
+	}
+	return false
+}
+
+// Handle runs the registered plugin on one request of the given kind, in
+// ABI v1 JSON, and returns the response JSON, exactly as the wasm exports
+// do. It takes ownership of in: decoded strings alias it, so the caller must
+// not modify it afterwards. A plugin panic, a malformed request or a kind the
+// plugin does not implement come back as the response's error field.
+func Handle(kind abi.Kind, in []byte) (out []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = encodeError(kind, fmt.Sprintf("plugin panicked: %v", r))
+		}
+	}()
+	if !handles(kind) {
+		return encodeError(kind, fmt.Sprintf("plugin does not implement %s", kind))
+	}
+	switch kind {
+	case abi.KindAdmission:
+		req, err := decodeAdmitRequest(in)
+		if err != nil {
+			return encodeError(kind, err.Error())
+		}
+		v, err := registered.admitter.Admit(req)
+		return encodeVerdict(v, err)
+	case abi.KindSource:
+		req, err := decodeSourceRequest(in)
+		if err != nil {
+			return encodeError(kind, err.Error())
+		}
+		res, err := registered.source.Poll(req)
+		return encodeSourceResult(res, err)
+	default: // abi.KindHook
+		req, err := decodeHookRequest(in)
+		if err != nil {
+			return encodeError(kind, err.Error())
+		}
+		adj, err := registered.hook.Hook(req)
+		return encodeHookResult(adj, err)
+	}
+}
+
+// DecodeAdmitRequest decodes an abi.AdmitRequest's JSON, for native tests
+// that feed a plugin the same bytes the host would.
+func DecodeAdmitRequest(data []byte) (AdmitRequest, error) {
+	return decodeAdmitRequest(clone(data))
+}
+
+func decodeAdmitRequest(buf []byte) (AdmitRequest, error) {
+	var r AdmitRequest
+	d := decoder{buf: buf}
+	for n := 0; d.field(&n); {
+		switch string(d.key) {
+		case "pod":
+			decodePod(&d, &r.Pod)
+		case "node":
+			if raw := d.raw(); string(raw) != "null" {
+				r.node = raw
+			}
+		case "podsOnNode":
+			if raw := d.raw(); string(raw) != "null" {
+				r.pods = raw
+			}
+		default:
+			d.skip()
+		}
+	}
+	if err := d.end(); err != nil {
+		return AdmitRequest{}, fmt.Errorf("admit request: %w", err)
+	}
+	return r, nil
+}
+
+func decodeSourceRequest(buf []byte) (SourceRequest, error) {
+	var r SourceRequest
+	d := decoder{buf: buf}
+	for n := 0; d.field(&n); {
+		if string(d.key) == "seq" {
+			d.setUint64(&r.Seq)
+		} else {
+			d.skip()
+		}
+	}
+	if err := d.end(); err != nil {
+		return SourceRequest{}, fmt.Errorf("source request: %w", err)
+	}
+	return r, nil
+}
+
+func decodeHookRequest(buf []byte) (HookRequest, error) {
+	var r HookRequest
+	d := decoder{buf: buf}
+	for n := 0; d.field(&n); {
+		switch string(d.key) {
+		case "point":
+			var s string
+			d.setStr(&s)
+			r.Point = HookPoint(s)
+		case "pod":
+			decodePod(&d, &r.Pod)
+		case "container":
+			if d.null() {
+				r.Container = nil
+				continue
+			}
+			if r.Container == nil {
+				r.Container = new(Container)
+			}
+			decodeContainer(&d, r.Container)
+		default:
+			d.skip()
+		}
+	}
+	if err := d.end(); err != nil {
+		return HookRequest{}, fmt.Errorf("hook request: %w", err)
+	}
+	return r, nil
+}
