@@ -8,6 +8,8 @@
 //	"config" → denies with reason = config_get("reason")
 //	"kv"     → increments kv counter "n" and denies with its value as reason
 //	"node"   → denies with the node_info name as reason
+//	"http"   → GETs config_get("url") with http_request; denies with the
+//	           status (or the errno) as reason and the body as message
 //	anything else → allowed
 //
 // Build: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o goguest.wasm .
@@ -33,6 +35,12 @@ func kvSet(kp unsafe.Pointer, kl uint32, vp unsafe.Pointer, vl uint32) int32
 
 //go:wasmimport wasmlet node_info
 func nodeInfo(bp unsafe.Pointer, bc uint32) int32
+
+//go:wasmimport wasmlet http_request
+func httpRequest(rp unsafe.Pointer, rl uint32, bp unsafe.Pointer, bc uint32) int32
+
+//go:wasmimport wasmlet result_read
+func resultRead(bp unsafe.Pointer, bc uint32) int32
 
 //go:wasmimport wasmlet log
 func hostLog(level int32, p unsafe.Pointer, n uint32)
@@ -115,6 +123,25 @@ func admit(p unsafe.Pointer, n uint32) uint64 {
 		k := []byte("n")
 		kvSet(unsafe.Pointer(unsafe.SliceData(k)), 1, unsafe.Pointer(unsafe.SliceData(s)), uint32(len(s)))
 		return ret(verdict{Reason: string(s)})
+	case strings.Contains(pod, "http"):
+		u, _ := get(configGet, "url")
+		req, _ := json.Marshal(map[string]string{"method": "GET", "url": u})
+		buf := make([]byte, 16) // too small on purpose: exercises result_read
+		m := httpRequest(unsafe.Pointer(unsafe.SliceData(req)), uint32(len(req)), unsafe.Pointer(unsafe.SliceData(buf)), uint32(len(buf)))
+		if m < 0 {
+			return ret(verdict{Reason: strconv.Itoa(int(m))})
+		}
+		if int(m) > len(buf) {
+			buf = make([]byte, m)
+			resultRead(unsafe.Pointer(unsafe.SliceData(buf)), uint32(m))
+		}
+		var resp struct {
+			Status int
+			Body   []byte
+			Error  string
+		}
+		json.Unmarshal(buf[:m], &resp)
+		return ret(verdict{Reason: strconv.Itoa(resp.Status), Message: string(resp.Body) + resp.Error})
 	case strings.Contains(pod, "node"):
 		buf := make([]byte, 1024)
 		m := nodeInfo(unsafe.Pointer(unsafe.SliceData(buf)), 1024)
