@@ -95,11 +95,16 @@ func TestRuntime_Environment(t *testing.T) {
 		"append", "/data/out", "from", "the", "module", ";",
 		"append", "relative", "in", "the", "working", "dir", ";",
 		"cat", "relative", ";",
-		"cat", "/etc/passwd",
+		"cat", "/ro/in", ";",
+		"append", "/ro/out", "x", ";",
 	}, func(c *runtimeapi.ContainerConfig) {
 		c.Envs = []*runtimeapi.KeyValue{{Key: "FOO", Value: []byte("bar")}}
 		c.WorkingDir = "/work"
-		c.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", HostPath: data}}
+		c.Mounts = []*runtimeapi.Mount{
+			{ContainerPath: "/data", HostPath: data},
+			{ContainerPath: "/ro", HostPath: data, Readonly: true},
+			{ContainerPath: "/etc/hosts", HostPath: filepath.Join(data, "in")}, // a file: skipped
+		}
 	})
 	st := h.waitExit(t, id, 30*time.Second)
 	var got []string
@@ -110,8 +115,9 @@ func TestRuntime_Environment(t *testing.T) {
 		"stdout FOO=bar", "stdout PWD=/work", "stdout HOSTNAME=env",
 		"stdout from the host",
 		"stdout in the working dir",
-		// The host's /etc/passwd is not visible: the module's / is its own scratch dir.
-		"stderr testbox: cat /etc/passwd: open /etc/passwd: No such file or directory",
+		"stdout from the host",
+		// wazero's read-only mount refuses the open with ENOSYS.
+		"stderr testbox: append /ro/out x: open /ro/out: Not implemented on wasip1",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("log =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -121,7 +127,21 @@ func TestRuntime_Environment(t *testing.T) {
 		t.Errorf("host file = %q, %v", b, err)
 	}
 	if st.ExitCode != 2 {
-		t.Errorf("exit code = %d, want 2 (the failed cat)", st.ExitCode)
+		t.Errorf("exit code = %d, want 2 (the failed append)", st.ExitCode)
+	}
+
+	// Nothing of the host is visible but the mounts: not its /etc, and not
+	// file mounts (WASI pre-opens only directories).
+	for _, p := range []string{"/etc/passwd", "/etc/hosts"} {
+		name := "host" + strings.ReplaceAll(p, "/", "-")
+		id := h.run(t, sb, sbCfg, name, []string{"cat", p}, func(c *runtimeapi.ContainerConfig) {
+			c.Mounts = []*runtimeapi.Mount{{ContainerPath: "/etc/hosts", HostPath: "/etc/hosts"}}
+		})
+		st := h.waitExit(t, id, 30*time.Second)
+		lines := readLog(t, st.LogPath)
+		if want := "testbox: cat " + p + ": open " + p + ": No such file or directory"; len(lines) != 1 || lines[0].text != want {
+			t.Errorf("cat %s: log %v, want %q", p, lines, want)
+		}
 	}
 }
 
