@@ -175,7 +175,7 @@ func BenchmarkInstanceRSS(b *testing.B) {
 						b.Fatal(err)
 					}
 					if p.manifest.HasKind(abi.KindAdmission) {
-						if _, err := inst.call(ctx, abi.KindAdmission, pod); err != nil {
+						if _, err := inst.call(ctx, abi.KindAdmission, pod, mono()); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -159,24 +159,24 @@ func (p *Plugin) call(ctx context.Context, k abi.Kind, input []byte, resp any) (
 	if !p.manifest.HasKind(k) {
 		return nil, pluginError(p.manifest.Name, ErrNoKind, "%s (it implements %v)", k, p.manifest.Kinds)
 	}
-	start := time.Now()
+	start := mono()
 	var out []byte
 	var err error
 	if p.ext != nil {
 		out, err = p.ext.call(ctx, k, input, resp)
 	} else {
-		out, err = p.callV1(ctx, k, input, resp)
+		out, err = p.callV1(ctx, k, input, resp, start)
 	}
-	p.stats.record(time.Since(start), err)
+	p.stats.record(mono()-start, err)
 	return out, err
 }
 
-func (p *Plugin) callV1(ctx context.Context, k abi.Kind, input []byte, resp any) ([]byte, error) {
+func (p *Plugin) callV1(ctx context.Context, k abi.Kind, input []byte, resp any, start time.Duration) ([]byte, error) {
 	inst, err := p.pool.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out, err := inst.call(ctx, k, input)
+	out, err := inst.call(ctx, k, input, start)
 	if err == nil && resp != nil {
 		err = p.decode(k, out, resp)
 	}

@@ -216,7 +216,7 @@ func (p *Plugin) doHTTP(ctx context.Context, inst *instance, req *abi.HTTPReques
 		timeout = min(timeout, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	}
 	if p.deadline == DeadlineMeter {
-		timeout = min(timeout, time.Until(time.Unix(0, inst.deadline)))
+		timeout = min(timeout, inst.deadline-mono())
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

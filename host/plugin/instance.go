@@ -39,7 +39,7 @@ type instance struct {
 
 	// Per-call state read by host functions.
 	ctx      context.Context // the caller's context (meter mode)
-	deadline int64           // unix nanos (meter mode)
+	deadline time.Duration   // on the mono() clock (meter mode)
 	timedOut bool
 	pending  []byte // result_read buffer
 
@@ -103,7 +103,7 @@ func (p *Plugin) newInstance(ctx context.Context) (inst *instance, err error) {
 	}
 	if f := mod.ExportedFunction(abi.ExportInitialize); f != nil {
 		t := max(p.timeout, initTimeoutMin)
-		cctx, cancel, callCtx := inst.begin(ctx, t)
+		cctx, cancel, callCtx := inst.begin(ctx, mono(), t)
 		_, err := f.Call(callCtx, nil...)
 		cancel()
 		if err != nil {
@@ -115,9 +115,16 @@ func (p *Plugin) newInstance(ctx context.Context) (inst *instance, err error) {
 	return inst, nil
 }
 
+// epoch anchors mono: time.Since on a monotonic reading reads one clock, where
+// time.Now reads two (and a clock read costs ~100 ns on this project's VMs).
+var epoch = time.Now()
+
+// mono is the monotonic clock used for deadlines and latencies.
+func mono() time.Duration { return time.Since(epoch) }
+
 // begin prepares a call's context and deadline. cctx is the context whose
 // Err reports a caller cancellation; callCtx is what goes to wazero.
-func (i *instance) begin(ctx context.Context, timeout time.Duration) (cctx context.Context, cancel context.CancelFunc, callCtx context.Context) {
+func (i *instance) begin(ctx context.Context, start, timeout time.Duration) (cctx context.Context, cancel context.CancelFunc, callCtx context.Context) {
 	i.timedOut = false
 	i.pending = nil
 	i.out.reset()
@@ -127,7 +134,7 @@ func (i *instance) begin(ctx context.Context, timeout time.Duration) (cctx conte
 	case DeadlineCloseOnDone:
 		cctx, cancel = context.WithTimeout(ctx, timeout)
 	case DeadlineMeter:
-		i.deadline = time.Now().Add(timeout).UnixNano()
+		i.deadline = start + timeout
 		i.ctx = ctx
 	}
 	return cctx, cancel, context.WithValue(cctx, callKey{}, i)
@@ -141,13 +148,13 @@ func (i *instance) close() {
 
 // call runs one export: alloc, write the input, call, bounds-check and copy
 // the result.
-func (i *instance) call(ctx context.Context, k abi.Kind, input []byte) ([]byte, error) {
+func (i *instance) call(ctx context.Context, k abi.Kind, input []byte, start time.Duration) ([]byte, error) {
 	name := i.p.manifest.Name
 	fn := i.fns[kindIndex(k)]
 	if fn == nil {
 		return nil, pluginError(name, ErrNoKind, "%s", k)
 	}
-	cctx, cancel, callCtx := i.begin(ctx, i.p.timeout)
+	cctx, cancel, callCtx := i.begin(ctx, start, i.p.timeout)
 	defer cancel()
 	i.calls++
 	i.stack[0] = api.EncodeU32(uint32(len(input)))
@@ -251,21 +258,22 @@ type pooled interface {
 
 func (i *instance) callCount() int { return i.calls }
 
-// pool is a plugin's bounded set of instances.
+// pool is a plugin's bounded set of instances: sem bounds the live ones
+// (borrowed or idle), idle holds those ready for a call.
 type pool[T pooled] struct {
 	name    string
 	sem     chan struct{}
-	idle    chan T
 	create  func(context.Context) (T, error)
 	recycle int
 	stats   *stats
 	mu      sync.Mutex
+	idle    []T
 	closed  bool
 }
 
 func newPool[T pooled](p *Plugin, create func(context.Context) (T, error)) *pool[T] {
 	size := p.e.cfg.PoolSize
-	return &pool[T]{name: p.manifest.Name, sem: make(chan struct{}, size), idle: make(chan T, size),
+	return &pool[T]{name: p.manifest.Name, sem: make(chan struct{}, size), idle: make([]T, 0, size),
 		create: create, recycle: p.e.cfg.RecycleAfter, stats: p.stats}
 }
 
@@ -278,17 +286,19 @@ func (pl *pool[T]) get(ctx context.Context) (T, error) {
 		return zero, fmt.Errorf("plugin %q: waiting for an instance: %w", pl.name, ctx.Err())
 	}
 	pl.mu.Lock()
-	closed := pl.closed
-	pl.mu.Unlock()
-	if closed {
+	if pl.closed {
+		pl.mu.Unlock()
 		<-pl.sem
 		return zero, fmt.Errorf("plugin %q: %w", pl.name, ErrClosed)
 	}
-	select {
-	case inst := <-pl.idle:
+	if n := len(pl.idle); n > 0 {
+		inst := pl.idle[n-1]
+		pl.idle[n-1] = zero
+		pl.idle = pl.idle[:n-1]
+		pl.mu.Unlock()
 		return inst, nil
-	default:
 	}
+	pl.mu.Unlock()
 	inst, err := pl.create(ctx)
 	if err != nil {
 		<-pl.sem
@@ -303,7 +313,7 @@ func (pl *pool[T]) put(inst T, ok bool) {
 	pl.mu.Lock()
 	keep := ok && !pl.closed && inst.callCount() < pl.recycle
 	if keep {
-		pl.idle <- inst // never blocks: at most len(sem) instances exist
+		pl.idle = append(pl.idle, inst)
 	}
 	pl.mu.Unlock()
 	if !keep {
@@ -315,14 +325,11 @@ func (pl *pool[T]) put(inst T, ok bool) {
 func (pl *pool[T]) close() {
 	pl.mu.Lock()
 	pl.closed = true
+	idle := pl.idle
+	pl.idle = nil
 	pl.mu.Unlock()
-	for {
-		select {
-		case inst := <-pl.idle:
-			inst.close()
-		default:
-			return
-		}
+	for _, inst := range idle {
+		inst.close()
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -42,7 +41,7 @@ func meterTick(ctx context.Context, _ api.Module, _ []uint64) {
 	if inst == nil {
 		return
 	}
-	if time.Now().UnixNano() > inst.deadline || (inst.ctx != nil && inst.ctx.Err() != nil) {
+	if mono() > inst.deadline || (inst.ctx != nil && inst.ctx.Err() != nil) {
 		inst.timedOut = true
 		panic(errMeterTimeout)
 	}
