@@ -21,7 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/cri"
@@ -52,6 +54,9 @@ var rt *cri.Client
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// The CRI client logs every failed call through klog; the suite reports
+	// what matters itself (diagnose), so keep the output readable.
+	klog.SetLogger(logr.Discard())
 	if *endpointFlag == "" {
 		fmt.Fprintln(os.Stderr, "e2e: -endpoint is required (run hack/e2e.sh)")
 		os.Exit(2)

@@ -199,6 +199,13 @@ func testManifestChange(t *testing.T, a *agent) {
 		t.Errorf("pod %s: UID unchanged (%s) although the manifest changed; static pod UIDs hash the content", updated.Name, old.UID)
 	}
 	readFileEventually(t, a.containerLog(updated, "main", 0), "version-two 1", 30*time.Second)
+	newID := runtimeID(status(updated, "main").ContainerID)
+	if st := containerStatus(t, newID); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING || st.Labels[labelPodUID] != string(updated.UID) {
+		t.Fatalf("new container %s: runtime state %s, pod UID label %q; want running, %s", newID, st.State, st.Labels[labelPodUID], updated.UID)
+	}
+	if n := len(podContainers(t, "change")); n == 0 {
+		t.Fatalf("the runtime lists no container labelled %s=%s", labelPodName, staticName("change"))
+	}
 	eventually(t, 60*time.Second, "the old container stopped", func() (bool, string) {
 		for _, c := range podContainers(t, "change") {
 			if c.Id == oldID {
@@ -434,6 +441,7 @@ func testAgentRestart(t *testing.T) {
 		ids[n] = status(a.waitRunning(t, n, 120*time.Second), "main").ContainerID
 	}
 	before := runtimeSnapshot(t, names)
+	checkSnapshot(t, before, len(names))
 
 	a.kill(t)
 	if diff := diffSnapshots(before, runtimeSnapshot(t, names)); diff != "" {
@@ -472,6 +480,7 @@ func testRuntimeRestart(t *testing.T) {
 		ids[n] = status(a.waitRunning(t, n, 60*time.Second), "main").ContainerID
 	}
 	before := runtimeSnapshot(t, names)
+	checkSnapshot(t, before, len(names))
 
 	restartContainerd(t)
 	if !a.running() {

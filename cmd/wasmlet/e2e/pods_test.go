@@ -95,6 +95,22 @@ func runtimeSnapshot(t testing.TB, names []string) map[string]string {
 	return snap
 }
 
+// checkSnapshot fails t unless snap holds exactly want running containers:
+// the runtime's view must agree with /pods before a comparison means
+// anything.
+func checkSnapshot(t testing.TB, snap map[string]string, want int) {
+	t.Helper()
+	running := 0
+	for _, s := range snap {
+		if strings.Contains(s, runtimeapi.ContainerState_CONTAINER_RUNNING.String()) {
+			running++
+		}
+	}
+	if running != want || len(snap) != want {
+		t.Fatalf("runtime holds %d containers (%d running) of the pods, want %d running: %v", len(snap), running, want, snap)
+	}
+}
+
 func diffSnapshots(before, after map[string]string) string {
 	var d []string
 	for id, s := range before {
