@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -231,7 +232,18 @@ func (p *Plugin) doHTTP(ctx context.Context, inst *instance, req *abi.HTTPReques
 	for k, v := range req.Headers {
 		hr.Header.Set(k, v)
 	}
-	res, err := p.e.cfg.HTTPClient.Do(hr)
+	// Every redirect must stay within the allow-list too.
+	client := *p.e.cfg.HTTPClient
+	client.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		if !hostAllowed(p.manifest.Permissions.AllowedHosts, r.URL) {
+			return fmt.Errorf("redirect to %s denied: host not in allowedHosts", r.URL.Host)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	res, err := client.Do(hr)
 	if err != nil {
 		return &abi.HTTPResponse{Error: err.Error()}
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 )
@@ -45,25 +46,33 @@ func TestHostAllowed(t *testing.T) {
 // answers (through result_read, the guest's buffer being too small); any
 // other host is denied without a request being made.
 func TestHost_HTTPRequest(t *testing.T) {
-	hits := 0
+	hits, otherHits := 0, 0
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { otherHits++ }))
+	defer other.Close()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits++
+		if r.URL.Path == "/redirect" {
+			// 127.0.0.1 is allowed, localhost is not: the redirect must fail.
+			http.Redirect(w, r, strings.Replace(other.URL, "127.0.0.1", "localhost", 1), http.StatusFound)
+			return
+		}
 		fmt.Fprint(w, "hello from the allowed host, long enough for result_read")
 	}))
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
 	tests := []struct {
-		name, allowed, reason string
-		hits                  int
+		name, allowed, path, reason string
+		hits                        int
 	}{
-		{"allowed", u.Host, "200", 1},
-		{"denied", "other.example.com", "-2", 0},
+		{"allowed", u.Host, "/x", "200", 1},
+		{"denied", "other.example.com", "/x", "-2", 0},
+		{"redirect to a denied host", u.Host, "/redirect", "0", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			hits = 0
 			dir := t.TempDir()
-			mf := writePlugin(t, dir, "web", goGuest(t), "1", "config: {url: '"+srv.URL+"/x'}\npermissions: {allowedHosts: ['"+tt.allowed+"']}\n")
+			mf := writePlugin(t, dir, "web", goGuest(t), "1", "config: {url: '"+srv.URL+tt.path+"'}\npermissions: {allowedHosts: ['"+tt.allowed+"']}\n")
 			p, err := Load(context.Background(), LoadConfig{Path: mf, Config: Config{CacheDir: testCacheDir(t), Timeout: 5 * time.Second}})
 			if err != nil {
 				t.Fatal(err)
@@ -73,8 +82,11 @@ func TestHost_HTTPRequest(t *testing.T) {
 			if err != nil || r.Reason != tt.reason || hits != tt.hits {
 				t.Fatalf("Admit = %+v, %v, %d requests; want reason %q and %d requests", r, err, hits, tt.reason, tt.hits)
 			}
-			if tt.hits == 1 && r.Message != "hello from the allowed host, long enough for result_read" {
+			if tt.path == "/x" && tt.hits == 1 && r.Message != "hello from the allowed host, long enough for result_read" {
 				t.Fatalf("body = %q", r.Message)
+			}
+			if tt.path == "/redirect" && (otherHits != 0 || !strings.Contains(r.Message, "not in allowedHosts")) {
+				t.Fatalf("redirect: message %q, %d requests reached the other host", r.Message, otherHits)
 			}
 		})
 	}
