@@ -8,6 +8,7 @@ import (
 	"io"
 	"path"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -140,27 +141,21 @@ func (r *Runtime) moduleConfig(ctx context.Context, c *container, hostname strin
 				t.Stop()
 			}
 		})
-	if hostname != "" {
+	// The container's own variables win: a guest sees the first of two.
+	set := map[string]bool{}
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		mc = mc.WithEnv(k, v)
+		set[k] = true
+	}
+	if hostname != "" && !set["HOSTNAME"] {
 		mc = mc.WithEnv("HOSTNAME", hostname)
 	}
-	for _, kv := range c.Env {
-		k, v, _ := cut(kv)
-		mc = mc.WithEnv(k, v)
-	}
-	if c.WorkingDir != "" {
+	if c.WorkingDir != "" && !set["PWD"] {
 		// WASI has no working directory; Go and wasi-libc take it from PWD.
 		mc = mc.WithEnv("PWD", path.Clean("/"+c.WorkingDir))
 	}
 	return mc
-}
-
-func cut(kv string) (string, string, bool) {
-	for i := 0; i < len(kv); i++ {
-		if kv[i] == '=' {
-			return kv[:i], kv[i+1:], true
-		}
-	}
-	return kv, "", false
 }
 
 type eofReader struct{}

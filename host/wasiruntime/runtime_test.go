@@ -47,6 +47,7 @@ func TestRuntime_StartContainer(t *testing.T) {
 		{"completed", []string{"echo", "hello", "world"}, 0, "Completed", []string{"stdout hello world"}},
 		{"exit-code", []string{"echo", "bye", ";", "exit", "3"}, 3, "Error", []string{"stdout bye"}},
 		{"stderr", []string{"nosuchstep"}, 2, "Error", []string{`stderr testbox: nosuchstep: unknown step "nosuchstep"`}},
+		{"hostname", []string{"env", "HOSTNAME"}, 0, "Completed", []string{"stdout HOSTNAME=pod"}},
 	}
 	h := newHarness(t)
 	sb, sbCfg := h.sandbox(t, "pod", nil)
@@ -98,7 +99,7 @@ func TestRuntime_Environment(t *testing.T) {
 		"cat", "/ro/in", ";",
 		"append", "/ro/out", "x", ";",
 	}, func(c *runtimeapi.ContainerConfig) {
-		c.Envs = []*runtimeapi.KeyValue{{Key: "FOO", Value: []byte("bar")}}
+		c.Envs = []*runtimeapi.KeyValue{{Key: "FOO", Value: []byte("bar")}, {Key: "HOSTNAME", Value: []byte("mine")}}
 		c.WorkingDir = "/work"
 		c.Mounts = []*runtimeapi.Mount{
 			{ContainerPath: "/data", HostPath: data},
@@ -112,7 +113,7 @@ func TestRuntime_Environment(t *testing.T) {
 		got = append(got, l.stream+" "+l.text)
 	}
 	want := []string{
-		"stdout FOO=bar", "stdout PWD=/work", "stdout HOSTNAME=env",
+		"stdout FOO=bar", "stdout PWD=/work", "stdout HOSTNAME=mine",
 		"stdout from the host",
 		"stdout in the working dir",
 		"stdout from the host",
