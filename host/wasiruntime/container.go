@@ -93,6 +93,9 @@ func (s *runtimeServer) CreateContainer(ctx context.Context, req *runtimeapi.Cre
 	c.mu.Lock()
 	r.saveContainer(c)
 	c.mu.Unlock()
+	if res := cfg.GetLinux().GetResources(); res.GetCpuQuota() > 0 || res.GetCpusetCpus() != "" {
+		r.log.Warn("CPU limits are not enforced by the WASI runtime", "container", c.ID, "name", md.Name, "sandbox", sb.ID)
+	}
 	r.log.Debug("container created", "container", c.ID, "name", md.Name, "sandbox", sb.ID, "image", display)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.ID}, nil
 }
