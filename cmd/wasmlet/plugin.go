@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/plugin"
+	"github.com/wasmlet/wasmlet/sdk/sdktest/fixture"
+)
+
+func init() {
+	register("plugin", command{
+		summary: "plugin tools: plugin inspect FILE.wasm | plugin test [--wasm FILE.wasm] DIR",
+		run:     func(args []string) int { return runPlugin(args, os.Stdout, os.Stderr) },
+	})
+}
+
+func runPlugin(args []string, stdout, stderr io.Writer) int {
+	usage := func() int {
+		fmt.Fprintln(stderr, `usage:
+  wasmlet plugin inspect FILE.wasm|FILE.plugin.yaml
+      ABI version, kinds, exports, imports, size and sha256 of a module,
+      and whether wasmlet's host loads it.
+  wasmlet plugin test [--wasm FILE.wasm] DIR
+      run the admission cases DIR/tests/*.yaml against the plugin whose
+      manifest template is DIR/plugin.yaml; one PASS/FAIL line per case,
+      exit status 1 if any case fails.`)
+		return exitError
+	}
+	if len(args) == 0 {
+		return usage()
+	}
+	switch args[0] {
+	case "inspect":
+		if len(args) != 2 {
+			return usage()
+		}
+		if err := inspect(args[1], stdout); err != nil {
+			fmt.Fprintf(stderr, "wasmlet plugin inspect: %v\n", err)
+			return exitError
+		}
+		return 0
+	case "test":
+		return pluginTest(args[1:], stdout, stderr)
+	}
+	return usage()
+}
+
+// inspect prints what a module is made of. It reads the module with wazero's
+// interpreter (quick: nothing is compiled to machine code) so even a module
+// wasmlet refuses can be inspected, then tries the real load.
+func inspect(path string, w io.Writer) error {
+	wasmPath := path
+	var manifest *abi.Manifest
+	if strings.HasSuffix(path, abi.ManifestSuffix) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("manifest %s: %w", path, err)
+		}
+		manifest = &abi.Manifest{}
+		if err := yaml.Unmarshal(b, manifest); err != nil {
+			return fmt.Errorf("manifest %s: %w", path, err)
+		}
+		wasmPath = manifest.Wasm
+		if wasmPath == "" {
+			wasmPath = manifest.Name + ".wasm"
+		}
+		if !filepath.IsAbs(wasmPath) {
+			wasmPath = filepath.Join(filepath.Dir(path), wasmPath)
+		}
+	}
+	wasm, err := os.ReadFile(wasmPath)
+	if err != nil {
+		return fmt.Errorf("plugin file: %w", err)
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer rt.Close(ctx)
+	mod, err := rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return fmt.Errorf("plugin file %s: not a valid WebAssembly module: %w", wasmPath, err)
+	}
+	exports := mod.ExportedFunctions()
+	sum := sha256.Sum256(wasm)
+
+	fmt.Fprintf(w, "file:     %s\n", wasmPath)
+	fmt.Fprintf(w, "size:     %d bytes\n", len(wasm))
+	fmt.Fprintf(w, "sha256:   %s\n", hex.EncodeToString(sum[:]))
+	if manifest != nil {
+		fmt.Fprintf(w, "manifest: %s (name %s, version %s, abi %s, kinds %v)\n", path, manifest.Name, manifest.Version, manifest.ABI, manifest.Kinds)
+	}
+	fmt.Fprintf(w, "abi:      %s\n", abiOf(exports, wasm))
+	var kinds []string
+	for _, k := range abi.Kinds {
+		if _, ok := exports[abi.ExportForKind(k)]; ok {
+			kinds = append(kinds, string(k))
+		}
+	}
+	fmt.Fprintf(w, "kinds:    %s (by exports)\n", orNone(kinds))
+	fmt.Fprintln(w, "exports:")
+	for _, name := range sortedKeys(exports) {
+		fmt.Fprintf(w, "  %-28s func%s\n", name, signature(exports[name]))
+	}
+	for name, m := range mod.ExportedMemories() {
+		fmt.Fprintf(w, "  %-28s memory (min %d pages%s)\n", name, m.Min(), maxPages(m))
+	}
+	fmt.Fprintln(w, "imports:")
+	for _, f := range mod.ImportedFunctions() {
+		module, name, _ := f.Import()
+		fmt.Fprintf(w, "  %-28s func%s\n", module+"."+name, signature(f))
+	}
+
+	lc := plugin.LoadConfig{Path: path, Config: plugin.Config{CacheDir: toolCacheDir()}}
+	start := time.Now()
+	p, err := plugin.Load(ctx, lc)
+	if err != nil {
+		fmt.Fprintf(w, "load:     FAILED: %v\n", err)
+		return nil
+	}
+	defer p.Close(ctx)
+	fmt.Fprintf(w, "load:     ok in %s (deadline mode %s)\n", time.Since(start).Round(time.Millisecond), p.DeadlineMode())
+	return nil
+}
+
+// abiOf names the ABI a module's exports and imports declare.
+func abiOf(exports map[string]api.FunctionDefinition, wasm []byte) string {
+	var markers []string
+	for name := range exports {
+		if strings.HasPrefix(name, abi.ExportVersionPrefix) {
+			markers = append(markers, name)
+		}
+	}
+	sort.Strings(markers)
+	switch {
+	case len(markers) > 0 && markers[0] == abi.ExportVersionV1:
+		return string(abi.V1) + " (marker " + abi.ExportVersionV1 + ")"
+	case len(markers) > 0:
+		return "unknown (markers " + strings.Join(markers, ", ") + "; this wasmlet speaks " + string(abi.V1) + ")"
+	case strings.Contains(string(wasm), "extism:host/env"):
+		return string(abi.Extism) + " (imports extism:host/env)"
+	}
+	return "none (no " + abi.ExportVersionV1 + " export: not a wasmlet plugin)"
+}
+
+func signature(f api.FunctionDefinition) string {
+	names := func(ts []api.ValueType) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = api.ValueTypeName(t)
+		}
+		return strings.Join(s, ", ")
+	}
+	sig := "(" + names(f.ParamTypes()) + ")"
+	if r := f.ResultTypes(); len(r) > 0 {
+		sig += " -> " + names(r)
+	}
+	return sig
+}
+
+func maxPages(m api.MemoryDefinition) string {
+	if max, ok := m.Max(); ok {
+		return fmt.Sprintf(", max %d", max)
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// pluginTest is `wasmlet plugin test`.
+func pluginTest(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("plugin test", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	wasmFlag := fs.String("wasm", "", "the module (default DIR/NAME.wasm, NAME from DIR/plugin.yaml)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitError
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(stderr, "usage: wasmlet plugin test [--wasm FILE.wasm] DIR")
+		return exitError
+	}
+	dir := pos[0]
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "wasmlet plugin test: %v\n", err)
+		return exitError
+	}
+	m, err := fixture.ReadManifest(dir)
+	if err != nil {
+		return fail(err)
+	}
+	if !m.HasKind(abi.KindAdmission) {
+		return fail(fmt.Errorf("%s: kinds %v: only admission plugins have test cases", filepath.Join(dir, fixture.ManifestFile), m.Kinds))
+	}
+	cases, err := fixture.ReadCases(dir)
+	if err != nil {
+		return fail(err)
+	}
+	wasm := *wasmFlag
+	if wasm == "" {
+		wasm = filepath.Join(dir, m.Name+".wasm")
+	}
+	manifestPath, cleanup, err := completeManifest(dir, m, wasm)
+	if err != nil {
+		return fail(err)
+	}
+	defer cleanup()
+
+	ctx := context.Background()
+	failed := 0
+	for _, c := range cases {
+		start := time.Now()
+		err := runCase(ctx, manifestPath, &c)
+		took := time.Since(start).Round(time.Millisecond)
+		if err != nil {
+			failed++
+			fmt.Fprintf(stdout, "FAIL  %s (%s): %v\n", c.Name, took, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "PASS  %s (%s)  %s\n", c.Name, took, c.Description)
+	}
+	if failed > 0 {
+		fmt.Fprintf(stdout, "FAIL  %s: %d of %d cases failed\n", m.Name, failed, len(cases))
+		return 1
+	}
+	fmt.Fprintf(stdout, "ok    %s: %d cases passed\n", m.Name, len(cases))
+	return 0
+}
+
+// completeManifest writes the template with the module's path and sha256
+// into a temporary directory, so the plugin loads with its own permissions,
+// timeout and failure policy, as the agent would load it.
+func completeManifest(dir string, m abi.Manifest, wasm string) (string, func(), error) {
+	abs, err := filepath.Abs(wasm)
+	if err != nil {
+		return "", nil, err
+	}
+	b, err := os.ReadFile(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil, fmt.Errorf("plugin file %s does not exist: build it (make plugins) and pass --wasm build/plugins/%s.wasm", wasm, m.Name)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("plugin file: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	m.Wasm, m.SHA256 = abs, hex.EncodeToString(sum[:])
+	if err := m.Validate(); err != nil {
+		return "", nil, fmt.Errorf("manifest %s: %w", filepath.Join(dir, fixture.ManifestFile), err)
+	}
+	out, err := yaml.Marshal(m)
+	if err != nil {
+		return "", nil, err
+	}
+	tmp, err := os.MkdirTemp("", "wasmlet-plugin-test-")
+	if err != nil {
+		return "", nil, err
+	}
+	path := filepath.Join(tmp, m.Name+abi.ManifestSuffix)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		os.RemoveAll(tmp)
+		return "", nil, err
+	}
+	return path, func() { os.RemoveAll(tmp) }, nil
+}
+
+// runCase loads the plugin with the case's config and checks its verdict.
+// Each case gets a fresh plugin: no state leaks from one case to the next.
+func runCase(ctx context.Context, manifestPath string, c *fixture.Case) error {
+	p, err := plugin.Load(ctx, plugin.LoadConfig{
+		Path:         manifestPath,
+		PluginConfig: c.Config,
+		Config:       plugin.Config{CacheDir: toolCacheDir(), PoolSize: 1},
+	})
+	if err != nil {
+		return err
+	}
+	defer p.Close(ctx)
+	req := c.Request()
+	resp, err := p.Admit(ctx, &req)
+	if err != nil {
+		return err
+	}
+	return c.Check(*resp)
+}
