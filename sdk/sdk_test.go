@@ -1,0 +1,327 @@
+package sdk
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/wasmlet/wasmlet/abi"
+)
+
+// testPlugin implements every kind; each method is set per test.
+type testPlugin struct {
+	admit func(AdmitRequest) (Verdict, error)
+	poll  func(SourceRequest) (SourceResult, error)
+	hook  func(HookRequest) (Adjustment, error)
+}
+
+func (p testPlugin) Admit(r AdmitRequest) (Verdict, error)     { return p.admit(r) }
+func (p testPlugin) Poll(r SourceRequest) (SourceResult, error) { return p.poll(r) }
+func (p testPlugin) Hook(r HookRequest) (Adjustment, error)     { return p.hook(r) }
+
+type admitOnly struct{}
+
+func (admitOnly) Admit(AdmitRequest) (Verdict, error) { return Allow(), nil }
+
+// use registers p for the test and restores the previous registration.
+func use(t *testing.T, p any) {
+	t.Helper()
+	saved := registered
+	registered.admitter, registered.source, registered.hook = nil, nil, nil
+	Register(p)
+	t.Cleanup(func() { registered = saved })
+}
+
+func TestRegister(t *testing.T) {
+	use(t, admitOnly{})
+	if got := Kinds(); !reflect.DeepEqual(got, []abi.Kind{abi.KindAdmission}) {
+		t.Errorf("Kinds() = %v", got)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("second Register did not panic")
+			}
+		}()
+		Register(admitOnly{})
+	}()
+	registered.admitter = nil
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(r.(string), "implements none") {
+				t.Errorf("Register(42) recovered %v", r)
+			}
+		}()
+		Register(42)
+	}()
+}
+
+func TestHandle_Admit(t *testing.T) {
+	var seen AdmitRequest
+	use(t, testPlugin{admit: func(r AdmitRequest) (Verdict, error) {
+		seen = r
+		if r.Pod.Spec.HostNetwork {
+			return Deny("HostNetwork", `pod "x" uses the host's network`), nil
+		}
+		if r.Pod.Name == "fail" {
+			return Verdict{}, errors.New("cannot decide")
+		}
+		if r.Pod.Name == "panic" {
+			panic("boom")
+		}
+		return Allow(), nil
+	}})
+	tests := []struct {
+		name string
+		in   string
+		want abi.AdmitResponse
+	}{
+		{"allowed", `{"pod":{"metadata":{"name":"a"}}}`, abi.AdmitResponse{Allowed: true}},
+		{"denied", `{"pod":{"spec":{"hostNetwork":true}}}`, abi.AdmitResponse{Reason: "HostNetwork", Message: `pod "x" uses the host's network`}},
+		{"plugin error", `{"pod":{"metadata":{"name":"fail"}}}`, abi.AdmitResponse{Error: "cannot decide"}},
+		{"plugin panic", `{"pod":{"metadata":{"name":"panic"}}}`, abi.AdmitResponse{Error: "plugin panicked: boom"}},
+		{"malformed request", `{"pod":`, abi.AdmitResponse{Error: "admit request: json: offset 7: expected object"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got abi.AdmitResponse
+			if err := json.Unmarshal(Handle(abi.KindAdmission, []byte(tt.in)), &got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Fatalf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+
+	// Node and pods on the node are decoded on demand.
+	in := `{"pod":{},"node":{"metadata":{"name":"n1"}},"podsOnNode":[{"metadata":{"name":"p1"}},{"metadata":{"name":"p2"}}]}`
+	Handle(abi.KindAdmission, []byte(in))
+	node, ok, err := seen.Node()
+	if err != nil || !ok || node.Name != "n1" {
+		t.Errorf("Node() = %+v, %v, %v", node, ok, err)
+	}
+	pods, err := seen.PodsOnNode()
+	if err != nil || len(pods) != 2 || pods[1].Name != "p2" {
+		t.Errorf("PodsOnNode() = %+v, %v", pods, err)
+	}
+	Handle(abi.KindAdmission, []byte(`{"pod":{},"node":null}`))
+	if _, ok, err := seen.Node(); ok || err != nil {
+		t.Errorf("absent node: ok=%v err=%v", ok, err)
+	}
+	Handle(abi.KindAdmission, []byte(`{"pod":{},"podsOnNode":[{"spec":{"priority":"x"}}]}`))
+	if _, err := seen.PodsOnNode(); err == nil || !strings.Contains(err.Error(), "podsOnNode") {
+		t.Errorf("bad podsOnNode: %v", err)
+	}
+}
+
+func TestHandle_Source(t *testing.T) {
+	use(t, testPlugin{poll: func(r SourceRequest) (SourceResult, error) {
+		switch r.Seq {
+		case 1:
+			return SourceResult{Updates: []PodUpdate{{Op: abi.OpSet, Pods: []json.RawMessage{[]byte(`{"metadata":{"name":"a"}}`), []byte(`{}`)}}}, NextPoll: 1500 * time.Millisecond}, nil
+		case 2:
+			return SourceResult{}, nil
+		case 3:
+			return SourceResult{Updates: []PodUpdate{{Op: abi.OpAdd, Pods: []json.RawMessage{[]byte(`{"metadata":`)}}}}, nil
+		}
+		return SourceResult{}, errors.New("upstream down")
+	}})
+	tests := []struct {
+		seq  uint64
+		want string
+	}{
+		{1, `{"updates":[{"op":"SET","pods":[{"metadata":{"name":"a"}},{}]}],"nextPollMillis":1500}`},
+		{2, `{}`},
+		{3, `{"error":"update 0: pod 0 is not valid JSON"}`},
+		{4, `{"error":"upstream down"}`},
+	}
+	for _, tt := range tests {
+		in, _ := json.Marshal(abi.SourceRequest{Seq: tt.seq})
+		out := Handle(abi.KindSource, in)
+		if string(out) != tt.want {
+			t.Errorf("seq %d: got %s, want %s", tt.seq, out, tt.want)
+		}
+		var resp abi.SourceResponse
+		if err := json.Unmarshal(out, &resp); err != nil {
+			t.Errorf("seq %d: %v", tt.seq, err)
+		}
+	}
+}
+
+func TestHandle_Hook(t *testing.T) {
+	var seen HookRequest
+	use(t, testPlugin{hook: func(r HookRequest) (Adjustment, error) {
+		seen = r
+		if r.Point == abi.HookPreStop {
+			return Adjustment{}, errors.New("not now")
+		}
+		return Adjustment{
+			Env:         []abi.EnvVar{{Name: "A", Value: "1"}},
+			Labels:      map[string]string{"b": "2", "a": "1"},
+			Annotations: map[string]string{"note": "x\"y"},
+		}, nil
+	}})
+	in, _ := json.Marshal(abi.HookRequest{Point: abi.HookPreCreate, Pod: []byte(`{"metadata":{"name":"p"}}`), Container: []byte(`{"name":"c","image":"i"}`)})
+	out := Handle(abi.KindHook, in)
+	want := `{"adjustment":{"env":[{"name":"A","value":"1"}],"labels":{"a":"1","b":"2"},"annotations":{"note":"x\"y"}}}`
+	if string(out) != want {
+		t.Errorf("got %s\nwant %s", out, want)
+	}
+	if seen.Point != abi.HookPreCreate || seen.Pod.Name != "p" || seen.Container == nil || seen.Container.Image != "i" {
+		t.Errorf("request decoded as %+v", seen)
+	}
+	in, _ = json.Marshal(abi.HookRequest{Point: abi.HookPreStop, Pod: []byte(`{}`)})
+	if out := Handle(abi.KindHook, in); string(out) != `{"error":"not now"}` {
+		t.Errorf("error: got %s", out)
+	}
+	if seen.Container != nil {
+		t.Errorf("container at a pod point: %+v", seen.Container)
+	}
+}
+
+func TestHandle_NotImplemented(t *testing.T) {
+	use(t, admitOnly{})
+	for _, k := range []abi.Kind{abi.KindSource, abi.KindHook} {
+		if out := string(Handle(k, []byte(`{}`))); !strings.Contains(out, "does not implement "+string(k)) {
+			t.Errorf("%s: %s", k, out)
+		}
+	}
+}
+
+func TestEncoder_Str(t *testing.T) {
+	for _, s := range []string{"", "plain", "quote\" backslash\\ slash/", "ctl\x00\x01\x1f\t\n\r", "héllo 中文 😀", "bad\xff\xfeutf8", "\u2028\u2029", "<html>&"} {
+		e := encoder{}
+		e.str(s)
+		var got string
+		if err := json.Unmarshal(e.b, &got); err != nil {
+			t.Fatalf("%q encoded as %s: %v", s, e.b, err)
+		}
+		if want := replaceEachInvalid(s); got != want {
+			t.Errorf("%q round-trips to %q", s, got)
+		}
+	}
+}
+
+// FuzzEncoder_Str checks that any string encodes to JSON that encoding/json
+// reads back as the same string (invalid UTF-8 becoming U+FFFD).
+func FuzzEncoder_Str(f *testing.F) {
+	for _, s := range []string{"", "a\"b", "\x00", "\xff", "😀", "\u2028"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e := encoder{}
+		e.str(s)
+		var got string
+		if err := json.Unmarshal(e.b, &got); err != nil {
+			t.Fatalf("%q encoded as %s: %v", s, e.b, err)
+		}
+		if want := replaceEachInvalid(s); got != want {
+			t.Fatalf("%q round-trips to %q", s, got)
+		}
+	})
+}
+
+// replaceEachInvalid replaces each byte of invalid UTF-8 with U+FFFD, as
+// encoding/json does (strings.ToValidUTF8 replaces whole runs).
+func replaceEachInvalid(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func TestEncodeHTTPRequest(t *testing.T) {
+	req := HTTPRequest{Method: "POST", URL: "https://example.com/x?a=1", Headers: map[string]string{"X-B": "2", "X-A": "1"}, Body: []byte{0, 1, 2, 250}, TimeoutMillis: 500}
+	var got HTTPRequest
+	if err := json.Unmarshal(encodeHTTPRequest(req), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, req) {
+		t.Errorf("got %+v, want %+v", got, req)
+	}
+}
+
+// TestHostServices_Native checks the host services of a native build against
+// a NativeHost, through the same JSON the wasm imports carry.
+func TestHostServices_Native(t *testing.T) {
+	var logs []string
+	h := &NativeHost{
+		Config: map[string]string{"mode": "strict"},
+		Node:   NodeInfo{Name: "node-a", Labels: map[string]string{"zone": "z1"}, Capacity: map[string]string{"cpu": "2"}},
+		HTTP: func(r HTTPRequest) HTTPResponse {
+			if r.URL == "https://down.example.com/" {
+				return HTTPResponse{Error: "connection refused"}
+			}
+			return HTTPResponse{Status: 200, Headers: map[string]string{"Content-Type": "text/plain"}, Body: append([]byte("echo: "), r.Body...)}
+		},
+		Log: func(level LogLevel, msg string) { logs = append(logs, msg) },
+	}
+	prev := UseNativeHost(h)
+	t.Cleanup(func() { UseNativeHost(prev) })
+
+	if v, ok := Config("mode"); !ok || v != "strict" {
+		t.Errorf("Config(mode) = %q, %v", v, ok)
+	}
+	if _, ok := Config("absent"); ok {
+		t.Error("Config(absent) found")
+	}
+	if _, ok, err := KVGet("k"); ok || err != nil {
+		t.Errorf("KVGet before set: %v %v", ok, err)
+	}
+	if err := KVSet("k", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := KVGet("k"); !ok || err != nil || string(v) != "v1" {
+		t.Errorf("KVGet = %q %v %v", v, ok, err)
+	}
+	if err := KVDelete("k"); err != nil {
+		t.Error(err)
+	}
+	if err := KVDelete("k"); err != nil {
+		t.Errorf("deleting a missing key: %v", err)
+	}
+	resp, err := HTTP(HTTPRequest{Method: "POST", URL: "https://api.example.com/", Body: []byte("hi")})
+	if err != nil || resp.Status != 200 || string(resp.Body) != "echo: hi" || resp.Headers["Content-Type"] != "text/plain" {
+		t.Errorf("HTTP = %+v, %v", resp, err)
+	}
+	if _, err := HTTP(HTTPRequest{Method: "GET", URL: "https://down.example.com/"}); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("HTTP to a failing host: %v", err)
+	}
+	node, err := ThisNode()
+	if err != nil || !reflect.DeepEqual(node, h.Node) {
+		t.Errorf("ThisNode = %+v, %v", node, err)
+	}
+	Logf(LevelInfo, "n=%d", 3)
+	if !reflect.DeepEqual(logs, []string{"n=3"}) {
+		t.Errorf("logs %q", logs)
+	}
+
+	UseNativeHost(&NativeHost{})
+	if _, err := HTTP(HTTPRequest{Method: "GET", URL: "https://x/"}); !errors.Is(err, ErrDenied) {
+		t.Errorf("HTTP without a handler: %v, want ErrDenied", err)
+	}
+}
+
+func BenchmarkHandle_Admit(b *testing.B) {
+	saved := registered
+	registered.admitter, registered.source, registered.hook = admitOnly{}, nil, nil
+	b.Cleanup(func() { registered = saved })
+	pod := readPod4k(b)
+	req, _ := json.Marshal(abi.AdmitRequest{Pod: pod})
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		Handle(abi.KindAdmission, append([]byte(nil), req...))
+	}
+}
