@@ -19,7 +19,7 @@ type testPlugin struct {
 	hook  func(HookRequest) (Adjustment, error)
 }
 
-func (p testPlugin) Admit(r AdmitRequest) (Verdict, error)     { return p.admit(r) }
+func (p testPlugin) Admit(r AdmitRequest) (Verdict, error)      { return p.admit(r) }
 func (p testPlugin) Poll(r SourceRequest) (SourceResult, error) { return p.poll(r) }
 func (p testPlugin) Hook(r HookRequest) (Adjustment, error)     { return p.hook(r) }
 
@@ -195,15 +195,7 @@ func TestHandle_NotImplemented(t *testing.T) {
 
 func TestEncoder_Str(t *testing.T) {
 	for _, s := range []string{"", "plain", "quote\" backslash\\ slash/", "ctl\x00\x01\x1f\t\n\r", "héllo 中文 😀", "bad\xff\xfeutf8", "\u2028\u2029", "<html>&"} {
-		e := encoder{}
-		e.str(s)
-		var got string
-		if err := json.Unmarshal(e.b, &got); err != nil {
-			t.Fatalf("%q encoded as %s: %v", s, e.b, err)
-		}
-		if want := replaceEachInvalid(s); got != want {
-			t.Errorf("%q round-trips to %q", s, got)
-		}
+		checkStrRoundTrip(t, s)
 	}
 }
 
@@ -213,17 +205,19 @@ func FuzzEncoder_Str(f *testing.F) {
 	for _, s := range []string{"", "a\"b", "\x00", "\xff", "😀", "\u2028"} {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		e := encoder{}
-		e.str(s)
-		var got string
-		if err := json.Unmarshal(e.b, &got); err != nil {
-			t.Fatalf("%q encoded as %s: %v", s, e.b, err)
-		}
-		if want := replaceEachInvalid(s); got != want {
-			t.Fatalf("%q round-trips to %q", s, got)
-		}
-	})
+	f.Fuzz(checkStrRoundTrip)
+}
+
+func checkStrRoundTrip(t *testing.T, s string) {
+	e := encoder{}
+	e.str(s)
+	var got string
+	if err := json.Unmarshal(e.b, &got); err != nil {
+		t.Fatalf("%q encoded as %s: %v", s, e.b, err)
+	}
+	if want := replaceEachInvalid(s); got != want {
+		t.Fatalf("%q round-trips to %q", s, got)
+	}
 }
 
 // replaceEachInvalid replaces each byte of invalid UTF-8 with U+FFFD, as
