@@ -59,6 +59,10 @@ type fileConfig struct {
 	ReadOnlyPort             *int             `json:"readOnlyPort,omitempty"`
 	LogLevel                 *string          `json:"logLevel,omitempty"`
 	LogJSON                  *bool            `json:"logJSON,omitempty"`
+
+	KubeConfig                *string          `json:"kubeconfig,omitempty"`
+	NodeStatusUpdateFrequency *metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
+	NodeStatusReportFrequency *metav1.Duration `json:"nodeStatusReportFrequency,omitempty"`
 }
 
 // logOptions are the settings of `wasmlet run` that are not agent.Config's.
@@ -87,6 +91,9 @@ func runFlags(c *agent.Config, lo *logOptions, configFile *string) *flag.FlagSet
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "the most pods this node admits")
 	fs.StringVar(&c.Address, "address", c.Address, "listen address of the read-only server")
 	fs.IntVar(&c.ReadOnlyPort, "read-only-port", c.ReadOnlyPort, "port of the read-only server (/healthz, /pods, /metrics); 0 disables it")
+	fs.StringVar(&c.KubeConfig, "kubeconfig", c.KubeConfig, "kubeconfig with this node's credentials: join the cluster (API pod source, Node + Lease, pod status, mirror pods, events); empty runs standalone")
+	fs.DurationVar(&c.NodeStatusUpdateFrequency, "node-status-update-frequency", c.NodeStatusUpdateFrequency, "period of the node status computation (posted when changed); with --kubeconfig")
+	fs.DurationVar(&c.NodeStatusReportFrequency, "node-status-report-frequency", c.NodeStatusReportFrequency, "period at which an unchanged node status is posted anyway; with --kubeconfig")
 	fs.StringVar(&lo.Level, "log-level", lo.Level, "log level: trace, debug, info, warn, error")
 	fs.BoolVar(&lo.JSON, "log-json", lo.JSON, "write logs as JSON lines")
 	fs.Usage = func() {
@@ -159,6 +166,9 @@ func applyConfigFile(path string, cfg *agent.Config, lo *logOptions) error {
 	setString(&cfg.PodLogsDir, f.PodLogsDir)
 	setString(&cfg.Address, f.Address)
 	setString(&lo.Level, f.LogLevel)
+	setString(&cfg.KubeConfig, f.KubeConfig)
+	setDuration(&cfg.NodeStatusUpdateFrequency, f.NodeStatusUpdateFrequency)
+	setDuration(&cfg.NodeStatusReportFrequency, f.NodeStatusReportFrequency)
 	setDuration(&cfg.FileCheckFrequency, f.FileCheckFrequency)
 	setDuration(&cfg.RuntimeRequestTimeout, f.RuntimeRequestTimeout)
 	setDuration(&cfg.SyncFrequency, f.SyncFrequency)

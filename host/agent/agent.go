@@ -43,6 +43,7 @@ type Agent struct {
 	metrics  *metrics
 
 	podConfig *config.PodConfig
+	cluster   *cluster // nil when standalone
 	pods      *pod.Manager
 	statuses  *status.Manager
 	backOff   *flowcontrol.Backoff
@@ -124,6 +125,18 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.StaticPodPath != "" {
 		sources = append(sources, file.New(file.Config{Path: cfg.StaticPodPath, NodeName: cfg.NodeName, CheckFrequency: cfg.FileCheckFrequency, Logger: a.log.Named("file")}))
 	}
+	if cfg.KubeConfig != "" {
+		if cfg.KubeAPIQPS <= 0 {
+			cfg.KubeAPIQPS, a.cfg.KubeAPIQPS = d.KubeAPIQPS, d.KubeAPIQPS
+		}
+		if cfg.KubeAPIBurst <= 0 {
+			cfg.KubeAPIBurst, a.cfg.KubeAPIBurst = d.KubeAPIBurst, d.KubeAPIBurst
+		}
+		if a.cluster, err = newCluster(cfg, a.reg); err != nil {
+			return nil, err
+		}
+		sources = append(sources, a.cluster.source(cfg, a.log))
+	}
 	a.podConfig = config.New(config.Config{Sources: sources, Logger: a.log.Named("config")})
 	return a, nil
 }
@@ -189,6 +202,10 @@ func (a *Agent) Run(ctx context.Context) error {
 			return fmt.Errorf("agent: %w", err)
 		}
 		spawn("read-only server", srv.Run)
+	}
+	if a.cluster != nil {
+		a.startCluster(spawn)
+		defer a.stopCluster()
 	}
 	spawn("pleg", a.pleg.Run)
 	spawn("pod config", func(ctx context.Context) error { a.podConfig.Run(ctx); return nil })
@@ -344,6 +361,7 @@ func (a *Agent) dispatch(ctx context.Context, u config.PodUpdate) {
 	case config.OpSet:
 		a.log.Error("SyncLoop (SET): the merged stream never carries SET; ignored", "source", u.Source)
 	}
+	a.clusterChanged()
 }
 
 func podName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
@@ -414,13 +432,20 @@ func (a *Agent) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 			a.statuses.SetPodStatus(p, status.Rejected(p, r.Reason, r.Message))
 			a.metrics.rejected.Inc()
 			a.log.Warn("event: pod rejected", "event", "PodRejected", "pod", podName(p), "uid", p.UID, "admitter", r.Admitter, "reason", r.Reason, "message", r.Message)
+			a.event(p, v1.EventTypeWarning, r.Reason, r.Message)
 			continue
 		}
 		active = append(active, p)
 		if _, ok := a.statuses.PodStatus(p.UID); !ok {
-			a.statuses.SetPodStatus(p, a.generate(p, nil, nil))
+			s := a.generate(p, nil, nil)
+			if p.Status.Phase != "" && !config.IsStatic(p) {
+				// The API server's status (after an agent restart): kept
+				// until the first sync, so no stale Pending is pushed.
+				s = *p.Status.DeepCopy()
+			}
+			a.statuses.SetPodStatus(p, s)
 		}
-		a.workers.Update(worker.Update{Pod: p, Kind: worker.Sync})
+		a.workers.Update(worker.Update{Pod: p, Kind: syncKind(p)})
 	}
 }
 
@@ -441,6 +466,13 @@ func (a *Agent) HandlePodUpdates(pods []*v1.Pod) {
 			continue
 		}
 		if a.isRejected(p.UID) {
+			if p.DeletionTimestamp != nil {
+				// Nothing runs: the pod may be deleted from the API server.
+				if st, ok := a.statuses.PodStatus(p.UID); ok {
+					a.statuses.SetPodStatus(p, st)
+				}
+				a.podTerminatedInCluster(p)
+			}
 			continue
 		}
 		kind := worker.Sync
@@ -474,14 +506,23 @@ func (a *Agent) HandlePodReconcile(pods []*v1.Pod) {
 	}
 }
 
-// HandlePodSyncs asks the pods' workers for a sync.
+// HandlePodSyncs asks the pods' workers for a sync (a termination for a
+// pod being deleted: a sync would start it again).
 func (a *Agent) HandlePodSyncs(pods []*v1.Pod) {
 	for _, p := range pods {
 		if a.isRejected(p.UID) {
 			continue
 		}
-		a.workers.Update(worker.Update{Pod: p, Kind: worker.Sync})
+		a.workers.Update(worker.Update{Pod: p, Kind: syncKind(p)})
 	}
+}
+
+// syncKind is Terminate for a pod being deleted, else Sync.
+func syncKind(p *v1.Pod) worker.Kind {
+	if p.DeletionTimestamp != nil {
+		return worker.Terminate
+	}
+	return worker.Sync
 }
 
 // podsToSync are the pods whose last sync is older than SyncFrequency.
@@ -582,6 +623,7 @@ func (a *Agent) forget(uid types.UID) {
 // podTerminated is called by a worker once its pod is dead; a pod no
 // source has any more is forgotten.
 func (a *Agent) podTerminated(p *v1.Pod) {
+	a.podTerminatedInCluster(p)
 	if _, ok := a.pods.PodByUID(p.UID); !ok {
 		a.forget(p.UID)
 	}
@@ -660,6 +702,7 @@ func (a *Agent) observeStart(p *v1.Pod, s *v1.PodStatus) {
 	if t, ok := a.firstSeen[p.UID]; ok {
 		a.metrics.podStart.Observe(time.Since(t).Seconds())
 	}
+	a.event(p, v1.EventTypeNormal, "Started", "all containers running")
 }
 
 // terminatePod kills the pod with the worker's grace period (the pod's own
@@ -668,6 +711,9 @@ func (a *Agent) terminatePod(ctx context.Context, p *v1.Pod, grace time.Duration
 	rs, err := a.rt.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
 	if err != nil {
 		return err
+	}
+	if rs.Running() {
+		a.event(p, v1.EventTypeNormal, "Killing", fmt.Sprintf("stopping the pod's containers with a %v grace period", grace))
 	}
 	var override *int64
 	if grace != worker.GracePeriod(p, nil) {

@@ -50,6 +50,20 @@ type Config struct {
 	Address string
 	// ReadOnlyPort serves /healthz, /pods, /metrics (and /plugins); 0 disables it.
 	ReadOnlyPort int
+	// KubeConfig is a kubeconfig file with the node's credentials: with it
+	// the agent joins the cluster (API pod source, Node and Lease, pod status,
+	// mirror pods, events); empty runs standalone.
+	KubeConfig string
+	// KubeAPIQPS and KubeAPIBurst bound the request rate to the API server
+	// (the kubelet's kubeAPIQPS 50, kubeAPIBurst 100).
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// NodeStatusUpdateFrequency is how often the node status is computed
+	// and posted if it changed (10 s).
+	NodeStatusUpdateFrequency time.Duration
+	// NodeStatusReportFrequency is how often an unchanged node status is
+	// posted anyway (5 min); the Lease is the heartbeat.
+	NodeStatusReportFrequency time.Duration
 	// Logger receives structured logs.
 	Logger hclog.Logger
 	// Registerer receives the agent's metrics; nil means a fresh registry.
@@ -69,5 +83,10 @@ func Defaults() Config {
 		MaxPods:               110,
 		Address:               "127.0.0.1",
 		ReadOnlyPort:          10255,
+
+		KubeAPIQPS:                50,
+		KubeAPIBurst:              100,
+		NodeStatusUpdateFrequency: 10 * time.Second,
+		NodeStatusReportFrequency: 5 * time.Minute,
 	}
 }

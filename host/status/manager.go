@@ -15,6 +15,9 @@ import (
 type Manager struct {
 	mu   sync.RWMutex
 	pods map[types.UID]*entry
+	// changed gets a token whenever a status changes (the API sync waits on
+	// it, see Syncer).
+	changed chan struct{}
 }
 
 type entry struct {
@@ -25,7 +28,7 @@ type entry struct {
 
 // NewManager returns an empty Manager.
 func NewManager() *Manager {
-	return &Manager{pods: map[types.UID]*entry{}}
+	return &Manager{pods: map[types.UID]*entry{}, changed: make(chan struct{}, 1)}
 }
 
 // SetPodStatus records pod's status. A status equal to the last one is
@@ -45,6 +48,10 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, s v1.PodStatus) bool {
 	}
 	e.pod, e.status = pod, s
 	e.version++
+	select {
+	case m.changed <- struct{}{}:
+	default:
+	}
 	return true
 }
 

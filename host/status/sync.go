@@ -1,0 +1,236 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// SyncerConfig configures NewSyncer.
+type SyncerConfig struct {
+	// Client talks to the API server with the node's credentials; its
+	// rest.Config QPS and Burst bound the request rate.
+	Client kubernetes.Interface
+	// Statuses is the status manager whose statuses are pushed.
+	Statuses *Manager
+	// APIPod returns the API server's object for a pod the agent runs, as
+	// the API source last saw it: the pod itself, or for a static pod its
+	// mirror pod (the pod manager's static ↔ mirror translation). false
+	// means there is none (yet): nothing is pushed for the pod.
+	APIPod func(pod *v1.Pod) (*v1.Pod, bool)
+	// ResyncInterval is the period at which every pod's status is compared
+	// with the API server's copy and pushed again if they differ (the
+	// kubelet's status manager: 10 s).
+	ResyncInterval time.Duration
+	// Logger receives the syncer's logs; nil discards.
+	Logger hclog.Logger
+}
+
+// Syncer pushes the pods' statuses from a Manager to the API server's pod
+// status subresource, as the kubelet's status manager does: at once when a
+// status changes, and on a periodic resync when the API server's copy
+// differs. The patch is a strategic merge patch of the whole status with the
+// pod's UID as a precondition: conditions merge by type, so conditions other
+// writers own are kept, and a pod recreated under the same name is never
+// written with another pod's status. A pod being deleted (deletionTimestamp)
+// is deleted with grace period 0 and a UID precondition once PodTerminated
+// says its containers are dead.
+type Syncer struct {
+	cfg SyncerConfig
+	log hclog.Logger
+
+	mu         sync.Mutex
+	synced     map[types.UID]uint64 // status version pushed (or found equal)
+	terminated map[types.UID]bool
+	deleted    map[types.UID]bool
+	kick       chan struct{}
+}
+
+// NewSyncer returns a Syncer for cfg; Run drives it.
+func NewSyncer(cfg SyncerConfig) *Syncer {
+	if cfg.ResyncInterval <= 0 {
+		cfg.ResyncInterval = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &Syncer{
+		cfg: cfg, log: cfg.Logger,
+		synced:     map[types.UID]uint64{},
+		terminated: map[types.UID]bool{},
+		deleted:    map[types.UID]bool{},
+		kick:       make(chan struct{}, 1),
+	}
+}
+
+// PodTerminated tells the syncer the pod's containers are dead, so a pod
+// with a deletion timestamp may now be deleted from the API server.
+func (s *Syncer) PodTerminated(uid types.UID) {
+	s.mu.Lock()
+	s.terminated[uid] = true
+	s.mu.Unlock()
+	s.Kick()
+}
+
+// Kick asks for a pass over every pod now (a mirror pod appeared, say).
+func (s *Syncer) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run pushes statuses until ctx is done.
+func (s *Syncer) Run(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.ResyncInterval)
+	defer t.Stop()
+	for {
+		resync := false
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.cfg.Statuses.changed:
+		case <-s.kick:
+		case <-t.C:
+			resync = true
+		}
+		s.pass(ctx, resync)
+	}
+}
+
+type pending struct {
+	pod     *v1.Pod
+	status  v1.PodStatus
+	version uint64
+}
+
+// pass pushes every status not yet pushed (every status that differs from
+// the API server's copy when resync is set) and deletes terminated pods.
+func (s *Syncer) pass(ctx context.Context, resync bool) {
+	m := s.cfg.Statuses
+	m.mu.RLock()
+	work := make([]pending, 0, len(m.pods))
+	live := make(map[types.UID]bool, len(m.pods))
+	s.mu.Lock()
+	for uid, e := range m.pods {
+		live[uid] = true
+		if resync || s.synced[uid] != e.version || (s.terminated[uid] && e.pod.DeletionTimestamp != nil) {
+			work = append(work, pending{pod: e.pod, status: e.status, version: e.version})
+		}
+	}
+	for uid := range s.synced {
+		if !live[uid] {
+			delete(s.synced, uid)
+			delete(s.terminated, uid)
+			delete(s.deleted, uid)
+		}
+	}
+	s.mu.Unlock()
+	m.mu.RUnlock()
+	for _, w := range work {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := s.sync(ctx, w); err != nil {
+			s.log.Warn("pod status not pushed; retried on the next resync", "pod", w.pod.Namespace+"/"+w.pod.Name, "uid", w.pod.UID, "error", err)
+		}
+	}
+}
+
+// sync pushes one pod's status if the API server's copy differs, then
+// deletes the pod if it is being deleted and terminated.
+func (s *Syncer) sync(ctx context.Context, w pending) error {
+	api, ok := s.cfg.APIPod(w.pod)
+	if !ok {
+		return nil // no API object (a static pod whose mirror is not there yet)
+	}
+	if !sameStatus(api.Status, w.status) {
+		patch, err := statusPatch(api.UID, w.status)
+		if err != nil {
+			return err
+		}
+		_, err = s.cfg.Client.CoreV1().Pods(api.Namespace).Patch(ctx, api.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		switch {
+		case apierrors.IsNotFound(err):
+			s.log.Debug("pod gone from the API server; status not pushed", "pod", api.Namespace+"/"+api.Name, "uid", api.UID)
+		case err != nil:
+			return fmt.Errorf("patch status of %s/%s: %w", api.Namespace, api.Name, err)
+		default:
+			s.log.Trace("pod status pushed", "pod", api.Namespace+"/"+api.Name, "phase", w.status.Phase)
+		}
+	}
+	s.mu.Lock()
+	s.synced[w.pod.UID] = w.version
+	del := s.terminated[w.pod.UID] && !s.deleted[w.pod.UID] && w.pod.DeletionTimestamp != nil && api.UID == w.pod.UID
+	s.mu.Unlock()
+	if !del {
+		return nil
+	}
+	// Grace 0 with the UID as precondition: the object goes now, and never
+	// a pod recreated under the same name.
+	err := s.cfg.Client.CoreV1().Pods(api.Namespace).Delete(ctx, api.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To(int64(0)),
+		Preconditions:      metav1.NewUIDPreconditions(string(api.UID)),
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete %s/%s: %w", api.Namespace, api.Name, err)
+	}
+	s.mu.Lock()
+	s.deleted[w.pod.UID] = true
+	s.mu.Unlock()
+	s.log.Debug("pod deleted from the API server", "pod", api.Namespace+"/"+api.Name, "uid", api.UID)
+	return nil
+}
+
+// statusPatch is the strategic merge patch of a pod's status with the UID
+// precondition (a patch that would change metadata.uid fails).
+func statusPatch(uid types.UID, st v1.PodStatus) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": uid},
+		"status":   st,
+	})
+}
+
+// sameStatus reports whether the API server's status already says what
+// ours says: ours as it would read back (times at second precision),
+// against theirs restricted to the condition types ours has (other writers'
+// conditions are theirs to keep).
+func sameStatus(theirs, ours v1.PodStatus) bool {
+	b, err := json.Marshal(ours)
+	if err != nil {
+		return false
+	}
+	var back v1.PodStatus
+	if err := json.Unmarshal(b, &back); err != nil {
+		return false
+	}
+	owned := make(map[v1.PodConditionType]bool, len(back.Conditions))
+	for _, c := range back.Conditions {
+		owned[c.Type] = true
+	}
+	t := theirs.DeepCopy()
+	t.Conditions = t.Conditions[:0]
+	for _, c := range theirs.Conditions {
+		if owned[c.Type] {
+			t.Conditions = append(t.Conditions, c)
+		}
+	}
+	if len(t.Conditions) == 0 {
+		t.Conditions = nil
+	}
+	if len(back.Conditions) == 0 {
+		back.Conditions = nil
+	}
+	return equality.Semantic.DeepEqual(*t, back)
+}
