@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,7 +94,8 @@ func (p *Plugin) Timeout() time.Duration { return p.timeout }
 // DeadlineMode is the deadline mechanism in force for this plugin.
 func (p *Plugin) DeadlineMode() DeadlineMode { return p.deadline }
 
-// Exports lists the module's exported functions (for `plugin inspect`).
+// Exports lists the module's exported functions by name (for `plugin
+// inspect`); nil for an Extism plugin.
 func (p *Plugin) Exports() []api.FunctionDefinition {
 	if p.compiled == nil {
 		return nil
@@ -102,11 +104,12 @@ func (p *Plugin) Exports() []api.FunctionDefinition {
 	for _, d := range p.compiled.ExportedFunctions() {
 		out = append(out, d)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ExportNames()[0] < out[j].ExportNames()[0] })
 	return out
 }
 
-// Imports lists the module's imported functions, as in the file (the deadline
-// instrumentation's own import excluded).
+// Imports lists the module's imported functions in file order (the deadline
+// instrumentation's own import excluded); nil for an Extism plugin.
 func (p *Plugin) Imports() []api.FunctionDefinition {
 	if p.compiled == nil {
 		return nil

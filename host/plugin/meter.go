@@ -10,7 +10,8 @@ import (
 )
 
 // The deadline meter. meter() rewrites a module so that every function entry
-// and every loop header runs a probe:
+// (unless a loop header is reached first, see loopFirst) and every loop
+// header runs a probe:
 //
 //	global.get $fuel; i32.const 1; i32.sub; global.set $fuel
 //	global.get $fuel; i32.eqz
@@ -29,7 +30,7 @@ const (
 	meterInterval = 4096
 	// meterVersion names the rewrite in cached metered modules; change it
 	// whenever the rewrite's output changes.
-	meterVersion = "1"
+	meterVersion = "2"
 )
 
 // errMeterTimeout is the panic value meterTick stops a call with.
@@ -426,7 +427,9 @@ func (m *meterer) rewriteBody(body []byte) ([]byte, error) {
 	}
 	out := make([]byte, 0, len(body)+len(m.probe)*4)
 	out = append(out, body[:r.pos]...)
-	out = append(out, m.probe...)
+	if !loopFirst(body[r.pos:]) {
+		out = append(out, m.probe...)
+	}
 	for r.pos < len(body) && r.err == nil {
 		start := r.pos
 		op := r.byte()
@@ -489,6 +492,36 @@ func (m *meterer) rewriteBody(body []byte) ([]byte, error) {
 		return nil, r.err
 	}
 	return out, nil
+}
+
+// loopFirst reports whether code reaches a loop header before any call,
+// branch or return: straight-line local, global, constant and numeric
+// instructions and block entries only. Then every entry runs the loop's
+// probe and the function needs none of its own. Standard Go's wasm functions
+// all start so (global.get; local.set; block; loop …), which halves the
+// probes a Go guest runs.
+func loopFirst(code []byte) bool {
+	r := &reader{b: code}
+	for r.err == nil && r.pos < len(code) {
+		switch op := r.byte(); {
+		case op == 0x03:
+			return true
+		case op == 0x01, op == 0x1a, op >= 0x45 && op <= 0xc4:
+		case op == 0x02:
+			r.blockType()
+		case op >= 0x20 && op <= 0x24:
+			r.u32()
+		case op == 0x41, op == 0x42:
+			r.s64()
+		case op == 0x43:
+			r.bytes(4)
+		case op == 0x44:
+			r.bytes(8)
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // reader decodes the binary format; the first error sticks.
