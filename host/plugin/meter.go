@@ -13,12 +13,12 @@ import (
 // (unless a loop header is reached first, see loopFirst) and every loop
 // header runs a probe:
 //
-//	global.get $fuel; i32.const 1; i32.sub; global.set $fuel
-//	global.get $fuel; i32.eqz
+//	global.get $fuel; i32.const 1; i32.sub; local.tee $t; global.set $fuel
+//	local.get $t; i32.eqz
 //	if  i32.const meterInterval; global.set $fuel; call $tick  end
 //
-// $fuel is a new mutable i32 global and $tick the import "wasmlet:meter"
-// "tick". A runaway loop thus calls into Go every meterInterval iterations;
+// $fuel is a new mutable i32 global, $t a new i32 local of each function and
+// $tick the import "wasmlet:meter" "tick". A runaway loop thus calls into Go every meterInterval iterations;
 // meterTick compares the clock with the call's deadline and stops the call by
 // panicking (wazero turns the panic into an error and the instance is
 // discarded). Being a Go call, the tick is also a point where the Go
@@ -30,7 +30,7 @@ const (
 	meterInterval = 4096
 	// meterVersion names the rewrite in cached metered modules; change it
 	// whenever the rewrite's output changes.
-	meterVersion = "2"
+	meterVersion = "3"
 )
 
 // errMeterTimeout is the panic value meterTick stops a call with.
@@ -104,8 +104,11 @@ func meter(wasm []byte) ([]byte, error) {
 
 	var m meterer
 	var err error
-	if secs[secType], m.tickType, err = addVoidType(secs[secType]); err != nil {
+	if secs[secType], err = m.addVoidType(secs[secType]); err != nil {
 		return nil, fmt.Errorf("type section: %w", err)
+	}
+	if err := m.readFuncTypes(secs[secFunction]); err != nil {
+		return nil, fmt.Errorf("function section: %w", err)
 	}
 	if secs[secImport], m.funcImports, m.globalImports, err = addTickImport(secs[secImport], m.tickType); err != nil {
 		return nil, fmt.Errorf("import section: %w", err)
@@ -113,7 +116,6 @@ func meter(wasm []byte) ([]byte, error) {
 	if secs[secGlobal], m.fuel, err = m.addFuelGlobal(secs[secGlobal]); err != nil {
 		return nil, fmt.Errorf("global section: %w", err)
 	}
-	m.probe = m.makeProbe()
 	if b, ok := secs[secExport]; ok {
 		if secs[secExport], err = m.shiftExports(b); err != nil {
 			return nil, fmt.Errorf("export section: %w", err)
@@ -159,8 +161,9 @@ type meterer struct {
 	tickType      uint32
 	funcImports   uint32 // function imports before ours: our tick's index
 	globalImports uint32
-	fuel          uint32 // the fuel global's index
-	probe         []byte
+	fuel          uint32   // the fuel global's index
+	typeParams    []uint32 // parameter count by type index
+	funcParams    []uint32 // parameter count by defined function
 }
 
 // shift maps an original function index to its index after the new import.
@@ -171,13 +174,17 @@ func (m *meterer) shift(idx uint32) uint32 {
 	return idx
 }
 
-func (m *meterer) makeProbe() []byte {
+// makeProbe builds the probe of a function whose scratch i32 local is tmp:
+// the decremented fuel stays in tmp rather than being loaded again.
+func (m *meterer) makeProbe(tmp uint32) []byte {
 	p := []byte{0x23}
 	p = appendU32(p, m.fuel)
-	p = append(p, 0x41, 0x01, 0x6b, 0x24) // i32.const 1; i32.sub; global.set
+	p = append(p, 0x41, 0x01, 0x6b, 0x22) // i32.const 1; i32.sub; local.tee
+	p = appendU32(p, tmp)
+	p = append(p, 0x24) // global.set
 	p = appendU32(p, m.fuel)
-	p = append(p, 0x23)
-	p = appendU32(p, m.fuel)
+	p = append(p, 0x20) // local.get
+	p = appendU32(p, tmp)
 	p = append(p, 0x45, 0x04, 0x40, 0x41) // i32.eqz; if (empty); i32.const
 	p = appendS32(p, meterInterval)
 	p = append(p, 0x24)
@@ -187,32 +194,56 @@ func (m *meterer) makeProbe() []byte {
 	return append(p, 0x0b) // end
 }
 
-// addVoidType finds or appends the type () -> ().
-func addVoidType(sec []byte) ([]byte, uint32, error) {
+// addVoidType finds or appends the type () -> () and records each type's
+// parameter count.
+func (m *meterer) addVoidType(sec []byte) ([]byte, error) {
 	r := &reader{b: sec}
 	n := uint32(0)
 	if sec != nil {
 		n = r.u32()
 	}
+	found := false
 	for i := uint32(0); i < n; i++ {
 		if r.byte() != 0x60 {
-			return nil, 0, fmt.Errorf("type %d: only function types are supported", i)
+			return nil, fmt.Errorf("type %d: only function types are supported", i)
 		}
 		np := r.u32()
 		r.bytes(int(np))
 		nr := r.u32()
 		r.bytes(int(nr))
 		if r.err != nil {
-			return nil, 0, r.err
+			return nil, r.err
 		}
-		if np == 0 && nr == 0 {
-			return sec, i, nil
+		m.typeParams = append(m.typeParams, np)
+		if np == 0 && nr == 0 && !found {
+			m.tickType, found = i, true
 		}
 	}
+	if found {
+		return sec, nil
+	}
+	m.tickType = n
+	m.typeParams = append(m.typeParams, 0)
 	out := appendU32(nil, n+1)
 	out = append(out, sec[lenPrefix(sec):]...)
-	out = append(out, 0x60, 0x00, 0x00)
-	return out, n, nil
+	return append(out, 0x60, 0x00, 0x00), nil
+}
+
+// readFuncTypes records the type of each function the module defines.
+func (m *meterer) readFuncTypes(sec []byte) error {
+	if sec == nil {
+		return nil
+	}
+	r := &reader{b: sec}
+	n := r.u32()
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		t := r.u32()
+		if int(t) >= len(m.typeParams) {
+			return fmt.Errorf("function %d: type %d out of range", i, t)
+		}
+		m.funcParams = append(m.funcParams, m.typeParams[t])
+	}
+	return r.err
 }
 
 // lenPrefix is the length of the leading u32 count of a vector section.
@@ -403,7 +434,10 @@ func (m *meterer) rewriteCode(sec []byte) ([]byte, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		nb, err := m.rewriteBody(body)
+		if int(i) >= len(m.funcParams) {
+			return nil, fmt.Errorf("function %d: no type", m.funcImports+i)
+		}
+		nb, err := m.rewriteBody(body, m.funcParams[i])
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", m.funcImports+i, err)
 		}
@@ -415,20 +449,28 @@ func (m *meterer) rewriteCode(sec []byte) ([]byte, error) {
 
 // rewriteBody copies one function body, probing its entry and every loop
 // header and shifting call and ref.func indices.
-func (m *meterer) rewriteBody(body []byte) ([]byte, error) {
+func (m *meterer) rewriteBody(body []byte, params uint32) ([]byte, error) {
 	r := &reader{b: body}
 	groups := r.u32()
+	locals := uint64(params)
 	for g := uint32(0); g < groups; g++ {
-		r.u32()
+		locals += uint64(r.u32())
 		r.byte()
 	}
 	if r.err != nil {
 		return nil, r.err
 	}
-	out := make([]byte, 0, len(body)+len(m.probe)*4)
-	out = append(out, body[:r.pos]...)
+	if locals >= 50000 {
+		return nil, fmt.Errorf("%d locals: no room for the meter's", locals)
+	}
+	// One more local group: the probe's scratch i32, after all the others.
+	probe := m.makeProbe(uint32(locals))
+	out := make([]byte, 0, len(body)+len(probe)*4+8)
+	out = appendU32(out, groups+1)
+	out = append(out, body[lenPrefix(body):r.pos]...)
+	out = append(out, 0x01, 0x7f)
 	if !loopFirst(body[r.pos:]) {
-		out = append(out, m.probe...)
+		out = append(out, probe...)
 	}
 	for r.pos < len(body) && r.err == nil {
 		start := r.pos
@@ -442,7 +484,7 @@ func (m *meterer) rewriteBody(body []byte) ([]byte, error) {
 		case op == 0x03: // loop
 			r.blockType()
 			out = append(out, r.b[start:r.pos]...)
-			out = append(out, m.probe...)
+			out = append(out, probe...)
 			continue
 		case op == 0x02 || op == 0x04: // block, if
 			r.blockType()
