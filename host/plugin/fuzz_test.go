@@ -28,7 +28,7 @@ func FuzzDecodeResult(f *testing.F) {
 // panics, and whenever wazero accepts the original module and meter accepts
 // it too, wazero accepts the metered module.
 func FuzzMeter(f *testing.F) {
-	for _, p := range []string{"testdata/wat/ok.wasm", "testdata/wat/loop.wasm", "testdata/wat/work.wasm", "testdata/c/cbomb.wasm"} {
+	for _, p := range []string{"testdata/wat/ok.wasm", "testdata/wat/loop.wasm", "testdata/wat/work.wasm", "testdata/wat/shift.wasm", "testdata/wat/extism.wasm", "testdata/c/cbomb.wasm"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)
