@@ -77,8 +77,8 @@ func TestMeter_Refuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := map[string][]byte{
-		"not wasm":       []byte("hello"),
-		"truncated":      ok[:len(ok)-3],
+		"not wasm":        []byte("hello"),
+		"truncated":       ok[:len(ok)-3],
 		"already metered": twice,
 	}
 	for name, b := range tests {
