@@ -117,6 +117,27 @@ func (d *decoder) literal(lit string) {
 // returns false at the end of the object, on null and on error. The member's
 // name is in d.key and its value is next.
 func (d *decoder) field(n *int) bool {
+	// Fast path for compact JSON (what the host sends): `{"` or `,"`, a
+	// plain ASCII key, `":`. Everything else takes the general path.
+	buf, i := d.buf, d.pos
+	if d.err == nil && i+1 < len(buf) && buf[i+1] == '"' && (buf[i] == ',' && *n > 0 || buf[i] == '{' && *n == 0) {
+		start := i + 2
+		for j := start; j < len(buf); j++ {
+			c := buf[j]
+			if c == '"' {
+				if j+1 < len(buf) && buf[j+1] == ':' {
+					d.key = buf[start:j]
+					d.pos = j + 2
+					*n++
+					return true
+				}
+				break
+			}
+			if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+				break
+			}
+		}
+	}
 	var isNull bool
 	if !d.next(n, '{', &isNull) {
 		return false
@@ -361,6 +382,21 @@ func (d *decoder) str() string {
 
 // setStr assigns a string value; null leaves *p unchanged.
 func (d *decoder) setStr(p *string) {
+	// Fast path: a plain ASCII string right here.
+	buf, i := d.buf, d.pos
+	if i < len(buf) && buf[i] == '"' {
+		for j := i + 1; j < len(buf); j++ {
+			c := buf[j]
+			if c == '"' {
+				*p = aliasStr(buf[i+1 : j])
+				d.pos = j + 1
+				return
+			}
+			if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+				break
+			}
+		}
+	}
 	switch d.ws() {
 	case '"':
 		if b := d.strAt(d.pos + 1); len(b) > 0 {
