@@ -236,3 +236,35 @@ func TestAgent_Run_RejectsOverMaxPods(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestAgent_HandlePodCleanups_KillsOrphans(t *testing.T) {
+	h := newHarness(t)
+	h.write(t, "gone", "img:1")
+	h.write(t, "stays", "img:1")
+	a, stop := h.start(t)
+	waitPods(t, a, 2, v1.PodRunning, 10*time.Second)
+	stop()
+	// The manifest goes while the agent is down: the next agent finds the
+	// pod only in the runtime and must kill and collect it.
+	os.Remove(filepath.Join(h.manifests, "gone.yaml"))
+	a, stop = h.start(t)
+	defer stop()
+	waitPods(t, a, 1, v1.PodRunning, 10*time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rp, err := a.rt.GetPods(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rp) == 1 && rp[0].Name == "stays-n1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runtime pods = %d, want only stays-n1", len(rp))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if a.Pods()[0].Status.ContainerStatuses[0].RestartCount != 0 || h.count("StopContainer") != 1 {
+		t.Errorf("restarts %d, StopContainer calls %d (want 0 and 1)", a.Pods()[0].Status.ContainerStatuses[0].RestartCount, h.count("StopContainer"))
+	}
+}
