@@ -24,7 +24,7 @@ fi
 root=$state/root
 logs=$state/pods
 port=${WASMLET_PORT:-10255}
-node=${WASMLET_NODE:-$(hostname)}
+node=${WASMLET_NODE:-$(hostname | tr "[:upper:]" "[:lower:]")}
 mkdir -p "$root" "$logs"
 
 "$bin" runtime import --root-dir "$root/runtime" wasmlet.local/testbox:latest "$wasm" >/dev/null
