@@ -1,0 +1,67 @@
+package plugin_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/plugin"
+)
+
+// Load one plugin (a bare module here; a *.plugin.yaml works the same) and
+// ask it about a pod.
+func ExampleLoad() {
+	ctx := context.Background()
+	p, err := plugin.Load(ctx, plugin.LoadConfig{
+		Path:         "testdata/wat/ok.wasm",
+		PluginConfig: map[string]string{"mode": "strict"}, // merged over the manifest's config
+		Config:       plugin.Config{Timeout: 100 * time.Millisecond},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close(ctx)
+	resp, err := p.Admit(ctx, &abi.AdmitRequest{Pod: []byte(`{"metadata":{"name":"web!"}}`)})
+	fmt.Println(p.Name(), p.Manifest().Kinds, resp.Allowed, resp.Reason, err)
+	// Output: ok [source admission hook] false Bang <nil>
+}
+
+// Failures wrap the package's sentinel errors; the caller applies the
+// plugin's failure policy.
+func ExamplePlugin_Admit_failure() {
+	ctx := context.Background()
+	p, err := plugin.Load(ctx, plugin.LoadConfig{Path: "testdata/wat/loop.wasm", Config: plugin.Config{Timeout: 20 * time.Millisecond}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer p.Close(ctx)
+	_, err = p.Admit(ctx, &abi.AdmitRequest{Pod: []byte(`{}`)})
+	policy := p.Manifest().FailurePolicy
+	fmt.Println(errors.Is(err, plugin.ErrTimeout), policy)
+	// Output: true Fail
+}
+
+// A Manager keeps a plugin directory loaded and reloads it on change.
+func ExampleManager() {
+	dir, _ := os.MkdirTemp("", "plugins")
+	defer os.RemoveAll(dir)
+	m, err := plugin.NewManager(plugin.Config{Dir: dir})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }() // scans, then watches until ctx ends
+	defer func() { cancel(); <-done }()
+	for _, p := range m.Admitters() { // ordered by manifest order, then name
+		_, _ = p.Admit(ctx, &abi.AdmitRequest{Pod: []byte(`{}`)})
+	}
+	fmt.Println(len(m.Plugins()))
+	// Output: 0
+}
