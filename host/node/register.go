@@ -267,11 +267,12 @@ func (r *Registrar) tryRenewLease(ctx context.Context) error {
 	r.mu.Lock()
 	l, n := r.lease, r.registered
 	r.mu.Unlock()
+	create := false
 	if l == nil {
 		got, err := leases.Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: LeaseNamespace}}
+			l, create = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: LeaseNamespace}}, true
 		case err != nil:
 			return fmt.Errorf("lease %s/%s: %w", LeaseNamespace, name, err)
 		default:
@@ -286,7 +287,7 @@ func (r *Registrar) tryRenewLease(ctx context.Context) error {
 		l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}
 	}
 	var err error
-	if l.ResourceVersion == "" {
+	if create {
 		l, err = leases.Create(ctx, l, metav1.CreateOptions{})
 	} else {
 		l, err = leases.Update(ctx, l, metav1.UpdateOptions{})

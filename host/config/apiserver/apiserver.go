@@ -19,7 +19,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -58,9 +61,21 @@ func (s *source) Run(ctx context.Context, updates chan<- config.PodUpdate) error
 	if s.cfg.Client == nil || s.cfg.NodeName == "" {
 		return fmt.Errorf("api source: a client and a node name are required")
 	}
-	lw := cache.NewListWatchFromClient(s.cfg.Client.CoreV1().RESTClient(), "pods", v1.NamespaceAll,
-		fields.OneTermEqualSelector("spec.nodeName", s.cfg.NodeName))
-	inf := cache.NewSharedIndexInformer(lw, &v1.Pod{}, s.cfg.ResyncPeriod, cache.Indexers{})
+	selector := fields.OneTermEqualSelector("spec.nodeName", s.cfg.NodeName).String()
+	pods := s.cfg.Client.CoreV1().Pods(v1.NamespaceAll)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return pods.Watch(ctx, o)
+		},
+	}
+	// The wrapper keeps watch-list semantics where the client has them (a
+	// real API server) and turns them off where it has not (a fake).
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, s.cfg.Client), &v1.Pod{}, s.cfg.ResyncPeriod, cache.Indexers{})
 	dirty := make(chan struct{}, 1)
 	mark := func() {
 		select {

@@ -1,0 +1,143 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func localNode() *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1.LabelHostname: "n1"}},
+		Status:     v1.NodeStatus{NodeInfo: v1.NodeSystemInfo{ContainerRuntimeVersion: "wasi://1.0"}},
+	}
+}
+
+func count(c *fake.Clientset, verb, resource string) int {
+	n := 0
+	for _, a := range c.Actions() {
+		if a.GetVerb() == verb && a.GetResource().Resource == resource {
+			n++
+		}
+	}
+	return n
+}
+
+func readyOf(n *v1.Node) v1.ConditionStatus {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func TestRegistrar_RegisterCreatesOrAdopts(t *testing.T) {
+	existing := localNode()
+	existing.UID = "old-uid"
+	existing.Labels = map[string]string{"team": "x"}
+	for _, c := range []struct {
+		name    string
+		objects []*v1.Node
+		creates int
+		uid     string
+	}{
+		{"new node", nil, 1, ""},
+		{"existing node adopted", []*v1.Node{existing}, 1, "old-uid"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			for _, n := range c.objects {
+				client = fake.NewClientset(n.DeepCopy())
+			}
+			r := NewRegistrar(RegistrarConfig{Client: client, Node: localNode()})
+			if err := r.register(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			got, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if readyOf(got) != v1.ConditionTrue || len(got.Status.Conditions) != 4 {
+				t.Errorf("conditions %v: want Ready True and three pressure conditions", got.Status.Conditions)
+			}
+			if got.Labels[v1.LabelHostname] != "n1" {
+				t.Errorf("labels %v: want the hostname label", got.Labels)
+			}
+			if c.uid != "" && string(got.UID) != c.uid {
+				t.Errorf("UID %s, want the adopted %s", got.UID, c.uid)
+			}
+			if n, ok := r.Node(); !ok || n.Name != "n1" {
+				t.Errorf("Node() = %v, %v", n, ok)
+			}
+		})
+	}
+}
+
+func TestRegistrar_UpdateStatusOnlyWhenChanged(t *testing.T) {
+	client := fake.NewClientset()
+	var notReady error
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := NewRegistrar(RegistrarConfig{Client: client, Node: localNode(), Ready: func() error { return notReady }, Now: func() time.Time { return now }})
+	if err := r.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	base := count(client, "patch", "nodes")
+	now = now.Add(10 * time.Second)
+	if err := r.UpdateStatus(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(client, "patch", "nodes"); n != base {
+		t.Errorf("%d patches after an unchanged update, want %d", n, base)
+	}
+	notReady = errors.New("PLEG is not healthy")
+	now = now.Add(10 * time.Second)
+	if err := r.UpdateStatus(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+	if readyOf(got) != v1.ConditionFalse {
+		t.Errorf("Ready %q after the runtime went unhealthy, want False", readyOf(got))
+	}
+	// Unchanged but the report frequency has passed: posted again.
+	before := count(client, "patch", "nodes")
+	now = now.Add(6 * time.Minute)
+	if err := r.UpdateStatus(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(client, "patch", "nodes"); n != before+1 {
+		t.Errorf("%d patches after the report frequency, want %d", n, before+1)
+	}
+}
+
+func TestRegistrar_RenewLease(t *testing.T) {
+	client := fake.NewClientset()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := localNode()
+	n.UID = "uid-1" // the fake keeps it; a real API server assigns one
+	r := NewRegistrar(RegistrarConfig{Client: client, Node: n, Now: func() time.Time { return now }})
+	if err := r.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.renewLease(context.Background())
+	now = now.Add(10 * time.Second)
+	r.renewLease(context.Background())
+	l, err := client.CoordinationV1().Leases(LeaseNamespace).Get(context.Background(), "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *l.Spec.HolderIdentity != "n1" || *l.Spec.LeaseDurationSeconds != 40 || !l.Spec.RenewTime.Time.Equal(now) {
+		t.Errorf("lease spec holder %s duration %d renew %v, want n1, 40, %v", *l.Spec.HolderIdentity, *l.Spec.LeaseDurationSeconds, l.Spec.RenewTime, now)
+	}
+	if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].Kind != "Node" || l.OwnerReferences[0].UID != "uid-1" {
+		t.Errorf("lease owners %v, want the Node", l.OwnerReferences)
+	}
+	if c, u := count(client, "create", "leases"), count(client, "update", "leases"); c != 1 || u != 1 {
+		t.Errorf("lease creates %d updates %d, want 1 and 1", c, u)
+	}
+}
