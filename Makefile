@@ -30,6 +30,7 @@ run: build plugins
 test: deps build plugins
 	$(GO) test -count=1 $(PKGS)
 	./hack/e2e.sh
+	./hack/e2e-apiserver.sh
 
 unit: build plugins
 	$(GO) test -count=1 $(PKGS)
