@@ -216,3 +216,17 @@ func rss(tb testing.TB) int64 {
 	pages, _ := strconv.ParseInt(f[1], 10, 64)
 	return pages * int64(os.Getpagesize())
 }
+
+// BenchmarkExtism measures an Extism-ABI admission (extism.wat, which reads
+// its input byte by byte through the kernel) per deadline mechanism.
+func BenchmarkExtism(b *testing.B) {
+	ctx := context.Background()
+	in := []byte(`{"pod":{"metadata":{"name":"web"}}}`)
+	for _, mode := range benchModes {
+		b.Run(string(mode), func(b *testing.B) {
+			p := load(b, "testdata/wat/extism.wasm", Config{Deadline: mode})
+			b.ReportAllocs()
+			loop(b, func() error { _, err := p.Call(ctx, abi.KindAdmission, in); return err })
+		})
+	}
+}

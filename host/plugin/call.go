@@ -166,7 +166,7 @@ func (p *Plugin) call(ctx context.Context, k abi.Kind, input []byte, resp any) (
 	var out []byte
 	var err error
 	if p.ext != nil {
-		out, err = p.ext.call(ctx, k, input, resp)
+		out, err = p.ext.call(ctx, k, input, resp, start)
 	} else {
 		out, err = p.callV1(ctx, k, input, resp, start)
 	}

@@ -86,19 +86,9 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 	}
 	p := &Plugin{e: e, src: src, manifest: src.manifest}
 	p.manifest.Config = mergeConfig(src.manifest.Config, overrides)
-	mode := e.cfg.Deadline
-	wasm := src.wasm
-	if mode == DeadlineAuto || mode == DeadlineMeter {
-		metered, merr := e.meterCached(src.sha256, wasm)
-		switch {
-		case merr == nil:
-			wasm, mode = metered, DeadlineMeter
-		case mode == DeadlineMeter:
-			return nil, pluginError(name, ErrCompile, "%s: cannot instrument for deadlines: %v", src.wasmPath, merr)
-		default:
-			e.cfg.Logger.Debug("module not metered, using close-on-context-done", "plugin", name, "file", src.wasmPath, "reason", merr)
-			mode = DeadlineCloseOnDone
-		}
+	wasm, mode, err := e.prepare(src)
+	if err != nil {
+		return nil, err
 	}
 	p.deadline = mode
 	r, err := e.runtime(ctx, mode == DeadlineCloseOnDone)
@@ -128,6 +118,24 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 	}
 	p.pool.put(inst, true)
 	return p, nil
+}
+
+// prepare picks the deadline mechanism for a module and meters it when that
+// is the one.
+func (e *engine) prepare(src *source) ([]byte, DeadlineMode, error) {
+	mode := e.cfg.Deadline
+	if mode != DeadlineAuto && mode != DeadlineMeter {
+		return src.wasm, mode, nil
+	}
+	metered, err := e.meterCached(src.sha256, src.wasm)
+	switch {
+	case err == nil:
+		return metered, DeadlineMeter, nil
+	case mode == DeadlineMeter:
+		return nil, "", pluginError(src.manifest.Name, ErrCompile, "%s: cannot instrument for deadlines: %v", src.wasmPath, err)
+	}
+	e.cfg.Logger.Debug("module not metered, using close-on-context-done", "plugin", src.manifest.Name, "file", src.wasmPath, "reason", err)
+	return src.wasm, DeadlineCloseOnDone, nil
 }
 
 // checkV1 verifies the version marker, the exports' signatures, and derives

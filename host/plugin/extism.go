@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
@@ -32,6 +33,7 @@ type extismPlugin struct {
 }
 
 type extismInstance struct {
+	callState
 	x         *extism.Plugin
 	calls     int
 	memDenied atomic.Bool
@@ -42,7 +44,7 @@ func (i *extismInstance) callCount() int { return i.calls }
 func (i *extismInstance) close()         { i.x.Close(context.Background()) }
 
 func (e *engine) loadExtism(ctx context.Context, src *source, overrides map[string]string) (*Plugin, error) {
-	p := &Plugin{e: e, src: src, manifest: src.manifest, deadline: DeadlineCloseOnDone}
+	p := &Plugin{e: e, src: src, manifest: src.manifest}
 	p.manifest.ABI = abi.Extism
 	p.manifest.Config = mergeConfig(src.manifest.Config, overrides)
 	name := p.manifest.Name
@@ -84,14 +86,26 @@ func (e *engine) loadExtism(ctx context.Context, src *source, overrides map[stri
 	if err := p.init(); err != nil {
 		return nil, err
 	}
+	wasm, mode, err := e.prepare(src)
+	if err != nil {
+		return nil, err
+	}
+	p.deadline = mode
 	man := extism.Manifest{
-		Wasm:         []extism.Wasm{extism.WasmData{Data: src.wasm, Name: "main"}},
+		Wasm:         []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
 		Config:       p.manifest.Config,
 		AllowedHosts: p.manifest.Permissions.AllowedHosts,
-		Timeout:      uint64(p.timeout.Milliseconds()),
 	}
+	if mode == DeadlineCloseOnDone {
+		// Extism turns WithCloseOnContextDone on when it has a timeout.
+		man.Timeout = uint64(p.timeout.Milliseconds())
+	}
+	tick := extism.NewHostFunctionWithStack(meterFunc, func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+		meterTick(ctx, nil, stack)
+	}, nil, nil)
+	tick.SetNamespace(meterModule)
 	rc := wazero.NewRuntimeConfigCompiler().WithCompilationCache(e.cache)
-	cp, err := extism.NewCompiledPlugin(ctx, man, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
+	cp, err := extism.NewCompiledPlugin(ctx, man, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, []extism.HostFunction{tick})
 	if err != nil {
 		return nil, pluginError(name, ErrCompile, "%s (extism): %v", src.wasmPath, err)
 	}
@@ -162,14 +176,20 @@ func extismLevel(l extism.LogLevel) abi.LogLevel {
 	return abi.LogInfo
 }
 
-func (x *extismPlugin) call(ctx context.Context, k abi.Kind, input []byte, resp any) ([]byte, error) {
+func (x *extismPlugin) call(ctx context.Context, k abi.Kind, input []byte, resp any, start time.Duration) ([]byte, error) {
 	inst, err := x.pool.get(ctx)
 	if err != nil {
 		return nil, err
 	}
 	inst.calls++
 	inst.out.reset()
+	inst.timedOut = false
+	if x.p.deadline == DeadlineMeter {
+		inst.arm(ctx, start, x.p.timeout)
+		ctx = context.WithValue(ctx, callKey{}, inst)
+	}
 	out, err := x.invoke(ctx, inst, k, input)
+	inst.ctx = nil
 	if err == nil && resp != nil {
 		err = x.p.decode(k, out, resp)
 	}
@@ -186,7 +206,7 @@ func (x *extismPlugin) invoke(ctx context.Context, inst *extismInstance, k abi.K
 		return append([]byte(nil), out...), nil
 	case inst.memDenied.Load():
 		return nil, pluginError(name, ErrMemoryLimit, "%s: memory cap of %d pages reached: %v%s", export, x.p.memoryPages, err, inst.out.tailNote())
-	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
+	case inst.timedOut, errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
 		return nil, pluginError(name, ErrTimeout, "%s: stopped after %s", export, x.p.timeout)
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled:
 		return nil, fmt.Errorf("plugin %q: %s: %w", name, export, context.Canceled)

@@ -14,10 +14,16 @@ import (
 // detected by its imports) and checks the kinds, the plugin-error path, the
 // deadline and that the next call works.
 func TestPlugin_Extism(t *testing.T) {
+	for _, mode := range []DeadlineMode{DeadlineMeter, DeadlineCloseOnDone} {
+		t.Run(string(mode), func(t *testing.T) { testExtism(t, mode) })
+	}
+}
+
+func testExtism(t *testing.T, mode DeadlineMode) {
 	ctx := context.Background()
-	p := load(t, "testdata/wat/extism.wasm", Config{Timeout: 100 * time.Millisecond})
-	if m := p.Manifest(); m.ABI != abi.Extism || len(m.Kinds) != 3 {
-		t.Fatalf("manifest = %+v, want abi extism with 3 kinds", m)
+	p := load(t, "testdata/wat/extism.wasm", Config{Timeout: 100 * time.Millisecond, Deadline: mode})
+	if m := p.Manifest(); m.ABI != abi.Extism || len(m.Kinds) != 3 || p.DeadlineMode() != mode {
+		t.Fatalf("manifest = %+v, deadline %s; want abi extism with 3 kinds, deadline %s", m, p.DeadlineMode(), mode)
 	}
 	r, err := p.Admit(ctx, admitReq(`{"metadata":{"name":"x!"}}`))
 	if err != nil || r.Allowed || r.Reason != "Bang" {

@@ -37,15 +37,24 @@ type instance struct {
 	calls int
 	stack []uint64
 
-	// Per-call state read by host functions.
-	ctx      context.Context // the caller's context (meter mode)
-	deadline time.Duration   // on the mono() clock (meter mode)
-	timedOut bool
-	pending  []byte // result_read buffer
+	callState
+	pending []byte // result_read buffer (per call)
 
 	memory    cappedMemory
 	memDenied atomic.Bool
 	out       guestOutput
+}
+
+// callState is what the meter's tick reads during a call.
+type callState struct {
+	ctx      context.Context // the caller's context (meter mode)
+	deadline time.Duration   // on the mono() clock (meter mode)
+	timedOut bool
+}
+
+// arm starts a metered call.
+func (c *callState) arm(ctx context.Context, start, timeout time.Duration) {
+	c.ctx, c.deadline, c.timedOut = ctx, start+timeout, false
 }
 
 type callKey struct{}
@@ -134,8 +143,7 @@ func (i *instance) begin(ctx context.Context, start, timeout time.Duration) (cct
 	case DeadlineCloseOnDone:
 		cctx, cancel = context.WithTimeout(ctx, timeout)
 	case DeadlineMeter:
-		i.deadline = start + timeout
-		i.ctx = ctx
+		i.arm(ctx, start, timeout)
 	}
 	return cctx, cancel, context.WithValue(cctx, callKey{}, i)
 }

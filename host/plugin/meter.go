@@ -38,12 +38,17 @@ var errMeterTimeout = errors.New("deadline exceeded (wasmlet meter)")
 
 // meterTick is the host side of the probe.
 func meterTick(ctx context.Context, _ api.Module, _ []uint64) {
-	inst := instanceFrom(ctx)
-	if inst == nil {
+	var st *callState
+	switch v := ctx.Value(callKey{}).(type) {
+	case *instance:
+		st = &v.callState
+	case *extismInstance:
+		st = &v.callState
+	default:
 		return
 	}
-	if mono() > inst.deadline || (inst.ctx != nil && inst.ctx.Err() != nil) {
-		inst.timedOut = true
+	if mono() > st.deadline || (st.ctx != nil && st.ctx.Err() != nil) {
+		st.timedOut = true
 		panic(errMeterTimeout)
 	}
 }
