@@ -291,6 +291,7 @@ type memoryKV struct {
 	m  map[string][]byte
 }
 
+// Get implements KV.
 func (s *memoryKV) Get(plugin, key string) ([]byte, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -298,6 +299,7 @@ func (s *memoryKV) Get(plugin, key string) ([]byte, bool) {
 	return v, ok
 }
 
+// Set implements KV.
 func (s *memoryKV) Set(plugin, key string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -305,6 +307,7 @@ func (s *memoryKV) Set(plugin, key string, value []byte) error {
 	return nil
 }
 
+// Delete implements KV.
 func (s *memoryKV) Delete(plugin, key string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -16,12 +16,14 @@ var (
 // time, so reloads never leave stale or duplicate collectors behind.
 type collector struct{ m *Manager }
 
+// Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCalls, descErrs, descTO, descLat, descUp} {
 		ch <- d
 	}
 }
 
+// Collect implements prometheus.Collector.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, in := range c.m.Plugins() {
 		up := 0.0
