@@ -223,3 +223,35 @@ func TestPlugin_Concurrent(t *testing.T) {
 		t.Fatalf("stats = %+v, want ≤ 2 instances for 800 calls", st)
 	}
 }
+
+// TestPlugin_Recycle checks that an instance is replaced after RecycleAfter
+// calls.
+func TestPlugin_Recycle(t *testing.T) {
+	p := load(t, "testdata/wat/ok.wasm", Config{RecycleAfter: 3, PoolSize: 1})
+	for i := 0; i < 7; i++ {
+		if _, err := p.Admit(context.Background(), admitReq(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Calls 1-3 on the instance made at load, 4-6 on a second, 7 on a third.
+	if st := p.Stats(); st.Instantiations != 3 {
+		t.Fatalf("instantiations = %d, want 3", st.Instantiations)
+	}
+}
+
+// TestPlugin_PoolWait checks that a call waiting for a busy instance gives up
+// with its context.
+func TestPlugin_PoolWait(t *testing.T) {
+	p := load(t, "testdata/wat/loop.wasm", Config{PoolSize: 1, Timeout: 300 * time.Millisecond})
+	spun := make(chan error)
+	go func() { _, err := p.Admit(context.Background(), admitReq(`{}`)); spun <- err }() // holds the only instance
+	time.Sleep(50 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := p.Admit(ctx, admitReq(`{}`)); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "waiting for an instance") {
+		t.Fatalf("Admit = %v, want a context deadline while waiting for an instance", err)
+	}
+	if err := <-spun; !errors.Is(err, ErrTimeout) {
+		t.Fatalf("spinning call = %v, want ErrTimeout", err)
+	}
+}
