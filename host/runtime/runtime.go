@@ -68,6 +68,10 @@ type Manager struct {
 	// (each holds an OS thread); a mkdir costs ~4 ms of wall time on
 	// this project's VMs, so the bound is generous.
 	fsSlots chan struct{}
+
+	netMu      sync.Mutex
+	netChecked time.Time // when netErr was last read from the runtime
+	netErr     error     // nil when the runtime's network is ready
 }
 
 type reasonKey struct {
@@ -166,6 +170,29 @@ func (m *Manager) Health(ctx context.Context) (Health, error) {
 		}
 	}
 	return h, nil
+}
+
+// networkReady reports whether the runtime's NetworkReady condition is
+// true, read at most every 5 s: pod-network sandboxes are not attempted
+// without it (containerd would fail them and leak a NOTREADY sandbox),
+// host-network pods never ask.
+func (m *Manager) networkReady(ctx context.Context) error {
+	m.netMu.Lock()
+	defer m.netMu.Unlock()
+	if time.Since(m.netChecked) < 5*time.Second {
+		return m.netErr
+	}
+	h, err := m.Health(ctx)
+	switch {
+	case err != nil:
+		m.netErr = err
+	case !h.NetworkReady:
+		m.netErr = fmt.Errorf("container runtime network not ready: %s", h.Message)
+	default:
+		m.netErr = nil
+	}
+	m.netChecked = time.Now()
+	return m.netErr
 }
 
 // ContainerID formats a runtime container ID as the kubelet shows it in

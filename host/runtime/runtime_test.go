@@ -307,3 +307,30 @@ func TestPullPolicy(t *testing.T) {
 		}
 	}
 }
+
+func TestManager_SyncPod_NetworkNotReady(t *testing.T) {
+	m, f := newTestManager(t)
+	f.RuntimeService.Lock()
+	f.RuntimeService.FakeStatus = &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: true},
+		{Type: runtimeapi.NetworkReady, Status: false, Message: "cni plugin not initialized"},
+	}}
+	f.RuntimeService.Unlock()
+	podNet := testPod("n1", v1.RestartPolicyAlways, "a")
+	podNet.Spec.HostNetwork = false
+	_, r := syncOnce(t, m, podNet, NewBackOff())
+	if err := r.Error(); err == nil || !strings.Contains(err.Error(), "network not ready") {
+		t.Fatalf("pod network sync error = %v, want network not ready", err)
+	}
+	if n := strings.Count(strings.Join(f.RuntimeService.GetCalls(), ","), "RunPodSandbox"); n != 0 {
+		t.Errorf("RunPodSandbox called %d times without a network", n)
+	}
+	// A host-network pod runs regardless.
+	st, r := syncOnce(t, m, testPod("n2", v1.RestartPolicyAlways, "a"), NewBackOff())
+	if r.Error() != nil || st.FindContainer("a") == nil {
+		t.Fatalf("host-network pod: %v", r.Error())
+	}
+	if h, err := m.Health(context.Background()); err != nil || !h.RuntimeReady || h.NetworkReady {
+		t.Errorf("health = %+v, %v", h, err)
+	}
+}

@@ -104,6 +104,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 // createSandbox runs the PreSandbox hook, makes the log directory and runs
 // the sandbox; it returns the sandbox's ID and IPs.
 func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (string, []string, error) {
+	if !pod.Spec.HostNetwork {
+		if err := m.networkReady(ctx); err != nil {
+			return "", nil, err
+		}
+	}
 	cfg := m.sandboxConfig(pod, attempt)
 	if m.cfg.Hooks != nil {
 		adj, err := m.cfg.Hooks.Hook(ctx, abi.HookPreSandbox, pod, nil)
