@@ -137,7 +137,8 @@ type Config struct {
 	GuestLogMax int
 	// Deadline selects the deadline mechanism; default DeadlineAuto.
 	Deadline DeadlineMode
-	// Registerer, when set, receives the per-plugin prometheus collectors.
+	// Registerer, when set, receives a Manager's collector of per-plugin
+	// metrics (Manager only; a lone Plugin has Stats).
 	Registerer prometheus.Registerer
 }
 
