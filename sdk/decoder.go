@@ -97,6 +97,9 @@ func (d *decoder) end() error {
 
 // null consumes a null literal if one is next.
 func (d *decoder) null() bool {
+	if d.pos < len(d.buf) && d.buf[d.pos] == '"' {
+		return false // the common case, without a call
+	}
 	if d.ws() != 'n' {
 		return false
 	}
@@ -163,6 +166,19 @@ func (d *decoder) field(n *int) bool {
 // and must start at 0. It returns false at the end, on null and on error.
 // *isNull reports a null array (only meaningful when n is still 0).
 func (d *decoder) elem(n *int, isNull *bool) bool {
+	// Fast path for compact JSON: `[` or `,` then a value, or the `]`.
+	buf, i := d.buf, d.pos
+	if d.err == nil && i+1 < len(buf) {
+		switch c, next := buf[i], buf[i+1]; {
+		case *n == 0 && c == '[' && next != ']' && next > ' ', *n > 0 && c == ',' && next > ' ':
+			d.pos = i + 1
+			*n++
+			return true
+		case *n > 0 && c == ']':
+			d.pos = i + 1
+			return false
+		}
+	}
 	return d.next(n, '[', isNull)
 }
 
@@ -504,6 +520,28 @@ func (d *decoder) number() []byte {
 
 // integer reads an integer that fits in bits bits; null reports ok=false.
 func (d *decoder) integer(bits int) (v int64, ok bool) {
+	// Fast path: up to 9 digits, which fit any size asked for, followed by
+	// something that cannot continue a number.
+	buf, i := d.buf, d.pos
+	neg := i < len(buf) && buf[i] == '-'
+	if neg {
+		i++
+	}
+	if i < len(buf) && '1' <= buf[i] && buf[i] <= '9' || i+1 < len(buf) && buf[i] == '0' && (buf[i+1] < '0' || buf[i+1] > '9') {
+		j := i
+		for j < len(buf) && j-i < 10 && '0' <= buf[j] && buf[j] <= '9' {
+			v = v*10 + int64(buf[j]-'0')
+			j++
+		}
+		if j-i <= 9 && (j == len(buf) || buf[j] != '.' && buf[j] != 'e' && buf[j] != 'E') {
+			d.pos = j
+			if neg {
+				v = -v
+			}
+			return v, true
+		}
+		v = 0
+	}
 	c := d.ws()
 	if c == 'n' {
 		d.literal("null")
