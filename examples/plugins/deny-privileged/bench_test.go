@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -91,10 +92,13 @@ func BenchmarkAdmit(b *testing.B) {
 		b.Fatal(err)
 	}
 	cWasm := buildC(b)
+	stdWasm := buildStdJSONGuest(b)
 	for _, m := range []struct {
 		name, path string
 		mode       plugin.DeadlineMode
 	}{
+		{"wasm-go-encoding-json", stdWasm, plugin.DeadlineAuto},
+		{"wasm-go-encoding-json-nodeadline", stdWasm, plugin.DeadlineNone},
 		{"wasm-go-sdk", goWasm, plugin.DeadlineAuto},
 		{"wasm-go-sdk-nodeadline", goWasm, plugin.DeadlineNone},
 		{"wasm-c", cWasm, plugin.DeadlineAuto},
@@ -177,6 +181,86 @@ func buildC(b *testing.B) string {
 		b.Fatalf("build the C plugin: %v\n%s", err, msg)
 	}
 	return filepath.Join(out, "deny-privileged-c.wasm")
+}
+
+// stdJSONMain is a Go guest on the raw ABI that decodes with encoding/json
+// into the SDK's pod types: what a plugin without the SDK's decoder costs
+// (DESIGN.md's 640 µs), measured in the same run as the others.
+const stdJSONMain = `package main
+
+import (
+	"encoding/json"
+	"unsafe"
+)
+
+var input, output []byte
+
+//go:wasmexport wasmlet_abi_v1
+func marker() {}
+
+//go:wasmexport wasmlet_alloc
+func alloc(size int32) int32 {
+	input = make([]byte, size)
+	return int32(uintptr(unsafe.Pointer(unsafe.SliceData(input))))
+}
+
+type response struct {
+	Allowed bool   ` + "`json:\"allowed\"`" + `
+	Reason  string ` + "`json:\"reason,omitempty\"`" + `
+	Error   string ` + "`json:\"error,omitempty\"`" + `
+}
+
+//go:wasmexport wasmlet_admit
+func admit(ptr, size int32) int64 {
+	var req struct {
+		Pod Pod ` + "`json:\"pod\"`" + `
+	}
+	resp := response{Allowed: true}
+	if err := json.Unmarshal(input, &req); err != nil {
+		resp = response{Error: err.Error()}
+	}
+	for _, c := range req.Pod.Spec.AllContainers() {
+		if c.SecurityContext.IsPrivileged() {
+			resp = response{Reason: "Privileged"}
+		}
+	}
+	output, _ = json.Marshal(resp)
+	return int64(uintptr(unsafe.Pointer(unsafe.SliceData(output))))<<32 | int64(len(output))
+}
+
+func main() {}
+`
+
+// buildStdJSONGuest builds stdJSONMain with a copy of sdk/pod.go's types
+// and helpers (its decode functions left out) in a module of its own.
+func buildStdJSONGuest(b *testing.B) string {
+	src, err := os.ReadFile(filepath.Join(repoRoot(b), "sdk", "pod.go"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	types, _, ok := strings.Cut(string(src), "// DecodePod decodes")
+	if !ok {
+		b.Fatal("sdk/pod.go: marker comment not found")
+	}
+	types = strings.Replace(types, "package sdk", "package main", 1)
+	dir := filepath.Join(sdktest.CacheDir(), "build", "stdjson")
+	files := map[string]string{"go.mod": "module stdjson\n\ngo 1.26\n", "main.go": stdJSONMain, "types.go": types}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "stdjson.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=-mod=mod", "GOWORK=off")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("build the encoding/json guest: %v\n%s", err, msg)
+	}
+	return out
 }
 
 func repoRoot(tb testing.TB) string {
