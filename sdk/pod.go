@@ -672,17 +672,7 @@ func decodePodSecurity(d *decoder, s *PodSecurityContext) {
 		case "sysctls":
 			v, isNull := s.Sysctls[:0], false
 			for n := 0; d.elem(&n, &isNull); {
-				sc := grow(&v)
-				for n := 0; d.field(&n); {
-					switch string(d.key) {
-					case "name":
-						d.setStr(&sc.Name)
-					case "value":
-						d.setStr(&sc.Value)
-					default:
-						d.skip()
-					}
-				}
+				decodeEnv(d, (*EnvVar)(grow(&v))) // the same shape: name, value
 			}
 			s.Sysctls = finishSlice(v, isNull, d.err)
 		case "seccompProfile":
