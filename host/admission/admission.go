@@ -52,6 +52,10 @@ type Admitter interface {
 type Config struct {
 	// Admitters run in this order; the first rejection stops the chain.
 	Admitters []Admitter
+	// Extra, when set, is asked at every Admit for admitters that run after
+	// Admitters (the Wasm admission plugins, which come and go with
+	// reloads).
+	Extra func() []Admitter
 	// Logger receives one debug line per rejection (the agent logs the
 	// event); nil discards.
 	Logger hclog.Logger
@@ -64,6 +68,7 @@ type Config struct {
 // concurrent use if its admitters are.
 type Chain struct {
 	admitters []Admitter
+	extra     func() []Admitter
 	log       hclog.Logger
 	results   *prometheus.CounterVec
 }
@@ -75,6 +80,7 @@ func New(cfg Config) (*Chain, error) {
 	}
 	c := &Chain{
 		admitters: append([]Admitter(nil), cfg.Admitters...),
+		extra:     cfg.Extra,
 		log:       cfg.Logger,
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wasmlet_admission_results_total",
@@ -93,7 +99,11 @@ func New(cfg Config) (*Chain, error) {
 // admitting result when all admit. A rejection's message names the
 // admitter.
 func (c *Chain) Admit(ctx context.Context, attrs Attributes) Result {
-	for _, a := range c.admitters {
+	admitters := c.admitters
+	if c.extra != nil {
+		admitters = append(admitters[:len(admitters):len(admitters)], c.extra()...)
+	}
+	for _, a := range admitters {
 		r, err := a.Admit(ctx, attrs)
 		name := a.Name()
 		switch {

@@ -63,6 +63,8 @@ type Agent struct {
 	rejected  map[types.UID]bool
 
 	iterationStart atomic.Int64 // unix nanos of the running iteration, 0 when idle
+	plugins        *plugins     // nil without a plugin directory
+	nodeObj        atomic.Pointer[v1.Node]
 	cleaning       atomic.Bool
 	background     sync.WaitGroup // housekeeping runs
 }
@@ -137,6 +139,10 @@ func New(cfg Config) (*Agent, error) {
 		}
 		sources = append(sources, a.cluster.source(cfg, a.log))
 	}
+	if a.plugins, err = a.newPlugins(); err != nil {
+		return nil, err
+	}
+	sources = append(sources, a.plugins.sources()...)
 	a.podConfig = config.New(config.Config{Sources: sources, Logger: a.log.Named("config")})
 	return a, nil
 }
@@ -197,6 +203,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			Address: a.cfg.Address, Port: a.cfg.ReadOnlyPort, Pods: a.statuses.Pods,
 			Checks:   a.HealthChecks(),
 			Gatherer: a.gatherer, Logger: a.log.Named("server"),
+			Handlers: a.plugins.handlers(),
 		})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
@@ -207,6 +214,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.startCluster(spawn)
 		defer a.stopCluster()
 	}
+	a.plugins.start(spawn)
 	spawn("pleg", a.pleg.Run)
 	spawn("pod config", func(ctx context.Context) error { a.podConfig.Run(ctx); return nil })
 	defer a.workers.Stop()
@@ -226,6 +234,7 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 		rt, err := runtime.New(cctx, runtime.Config{
 			Endpoint: endpoint, ImageEndpoint: a.cfg.ImageEndpoint, Timeout: a.cfg.RuntimeRequestTimeout,
 			RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir, Logger: a.log.Named("runtime"),
+			Hooks: a.plugins.hooks(),
 		})
 		cancel()
 		if err == nil {
@@ -250,6 +259,7 @@ func (a *Agent) build() error {
 		return fmt.Errorf("agent: node: %w", err)
 	}
 	a.node = n
+	a.nodeSet(n)
 	for _, ad := range n.Status.Addresses {
 		if ad.Type == v1.NodeInternalIP {
 			a.hostIPs = append(a.hostIPs, ad.Address)
@@ -258,7 +268,7 @@ func (a *Agent) build() error {
 	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, RelistPeriod: a.cfg.PLEGRelistPeriod, Logger: a.log.Named("pleg"), Registerer: a.reg}); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	if a.admit, err = admission.New(admission.Config{Admitters: admission.Builtins(a.cfg.MaxPods), Logger: a.log.Named("admission"), Registerer: a.reg}); err != nil {
+	if a.admit, err = admission.New(admission.Config{Admitters: admission.Builtins(a.cfg.MaxPods), Extra: a.plugins.admitters(), Logger: a.log.Named("admission"), Registerer: a.reg}); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	if a.workers, err = worker.New(worker.Config{SyncFunc: a.syncPod, Terminated: a.podTerminated, Logger: a.log.Named("worker"), Registerer: a.reg}); err != nil {

@@ -1,0 +1,175 @@
+// Package extension connects the plugin host (host/plugin) to the agent's
+// core: source plugins become config.Sources of the pod merge, admission
+// plugins join the admission chain after the built-ins, hook plugins are the
+// runtime's lifecycle Hooks, and /plugins shows every plugin's state and
+// figures. It applies each plugin's failure policy; the plugin host only
+// reports failures.
+//
+// Every call looks the plugins up in the Manager afresh, so a hot reload (a
+// new version dropped into the plugin directory) changes verdicts, pods and
+// adjustments without a restart, and a refused replacement leaves the old
+// version serving.
+package extension
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/config"
+	"github.com/wasmlet/wasmlet/host/plugin"
+)
+
+// DefaultPollInterval is how often a source plugin is polled when neither
+// its answer (nextPollMillis) nor its manifest (config pollInterval) says;
+// the kubelet's --http-check-frequency default.
+const DefaultPollInterval = 20 * time.Second
+
+// PollIntervalKey is the manifest config key a source plugin's default poll
+// interval is read from (a Go duration, e.g. "5s").
+const PollIntervalKey = "pollInterval"
+
+// Config configures an Extension.
+type Config struct {
+	// Manager holds the plugin directory's plugins. Required.
+	Manager *plugin.Manager
+	// NodeName is this node's name: source plugins' pods are static pods
+	// named "<pod>-<node>".
+	NodeName string
+	// PollInterval is the source plugins' default poll interval; 0 means
+	// DefaultPollInterval.
+	PollInterval time.Duration
+	// Merge delivers the updates of a source plugin loaded after the agent
+	// started (those present at start are Sources run by the pod config);
+	// nil ignores late source plugins.
+	Merge func(ctx context.Context, source string, u config.PodUpdate) error
+	// Logger receives one line per failed call, ignored failure and poll
+	// error; nil discards.
+	Logger hclog.Logger
+	// Registerer receives wasmlet_plugin_failures_total and the p50/p99
+	// gauges; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Extension is the glue between the plugin Manager and the agent. Create it
+// with New.
+type Extension struct {
+	cfg      Config
+	mgr      *plugin.Manager
+	log      hclog.Logger
+	failures *prometheus.CounterVec
+
+	mu      sync.Mutex
+	polling map[string]bool // source plugins with a poller
+}
+
+// New returns the Extension of cfg, registering its metrics.
+func New(cfg Config) (*Extension, error) {
+	if cfg.Manager == nil {
+		return nil, errors.New("extension: Config.Manager is nil")
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	e := &Extension{
+		cfg: cfg, mgr: cfg.Manager, log: cfg.Logger, polling: map[string]bool{},
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmlet_plugin_failures_total",
+			Help: "Failed plugin calls by plugin, kind and the policy applied (fail, ignore, keep: a source keeps its last good state).",
+		}, []string{"plugin", "kind", "policy"}),
+	}
+	if cfg.Registerer != nil {
+		for _, c := range []prometheus.Collector{e.failures, &quantiles{m: cfg.Manager}} {
+			if err := cfg.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("extension: register metrics: %w", err)
+			}
+		}
+	}
+	return e, nil
+}
+
+// Run starts a poller for every source plugin that appears after start (a
+// plugin dropped into the directory later) until ctx is done. The Manager
+// itself is run by its owner.
+func (e *Extension) Run(ctx context.Context) error {
+	changed := make(chan struct{}, 1)
+	e.mgr.OnChange(func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		if e.cfg.Merge != nil {
+			for _, p := range e.mgr.Sources() {
+				name := p.Name()
+				if !e.claim(name) {
+					continue
+				}
+				e.log.Info("source plugin appeared; polling it", "plugin", name)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					e.poll(ctx, name, func(u config.PodUpdate) bool { return e.cfg.Merge(ctx, name, u) == nil })
+				}()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// claim marks a source plugin as polled; false if it already was.
+func (e *Extension) claim(name string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.polling[name] {
+		return false
+	}
+	e.polling[name] = true
+	return true
+}
+
+// failed applies p's failure policy to a failed call of kind k and reports
+// whether the caller must fail (policy Fail). It logs and counts either way.
+func (e *Extension) failed(p *plugin.Plugin, k abi.Kind, what string, err error) bool {
+	policy := p.Manifest().FailurePolicy
+	if policy == abi.FailurePolicyIgnore {
+		e.failures.WithLabelValues(p.Name(), string(k), "ignore").Inc()
+		e.log.Warn("plugin call failed; ignored (failurePolicy Ignore)", "plugin", p.Name(), "kind", k, "call", what, "error", err)
+		return false
+	}
+	e.failures.WithLabelValues(p.Name(), string(k), "fail").Inc()
+	e.log.Error("plugin call failed (failurePolicy Fail)", "plugin", p.Name(), "kind", k, "call", what, "error", err)
+	return true
+}
+
+// retryClosed runs call on the serving plugin named name, once more on the
+// new version if the one it got was replaced (closed) meanwhile.
+func retryClosed[T any](e *Extension, p *plugin.Plugin, call func(*plugin.Plugin) (T, error)) (*plugin.Plugin, T, error) {
+	r, err := call(p)
+	if errors.Is(err, plugin.ErrClosed) {
+		if q := e.mgr.Get(p.Name()); q != nil && q != p {
+			p = q
+			r, err = call(p)
+		}
+	}
+	return p, r, err
+}

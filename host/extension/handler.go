@@ -1,0 +1,113 @@
+package extension
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/plugin"
+)
+
+// PluginStatus is one plugin file as /plugins shows it.
+type PluginStatus struct {
+	// File is the manifest (or a stray .wasm).
+	File string `json:"file"`
+	// Name is the plugin's name (empty when it never loaded).
+	Name string `json:"name,omitempty"`
+	// State is "loaded" or "failed".
+	State plugin.State `json:"state"`
+	// Error says why the file failed, or why a replacement was refused
+	// while the previous version keeps serving.
+	Error string `json:"error,omitempty"`
+	// Version, Kinds, SHA256, FailurePolicy and Order are the serving
+	// version's.
+	Version       string            `json:"version,omitempty"`
+	Kinds         []abi.Kind        `json:"kinds,omitempty"`
+	SHA256        string            `json:"sha256,omitempty"`
+	FailurePolicy abi.FailurePolicy `json:"failurePolicy,omitempty"`
+	Order         int               `json:"order"`
+	// LoadedAt is when the serving version was loaded.
+	LoadedAt *time.Time `json:"loadedAt,omitempty"`
+	// Calls, Errors and Timeouts count the serving version's calls.
+	Calls    uint64 `json:"calls"`
+	Errors   uint64 `json:"errors"`
+	Timeouts uint64 `json:"timeouts"`
+	// P50 and P99 are call latency quantiles (upper bounds of power-of-two
+	// buckets), as Go durations ("256µs").
+	P50 string `json:"p50,omitempty"`
+	P99 string `json:"p99,omitempty"`
+}
+
+// Status returns every plugin file of the directory, sorted by file.
+func (e *Extension) Status() []PluginStatus {
+	infos := e.mgr.Plugins()
+	out := make([]PluginStatus, 0, len(infos))
+	for _, in := range infos {
+		s := PluginStatus{File: in.Path, Name: in.Name, State: in.State, Error: in.Error}
+		if in.State == plugin.StateLoaded {
+			t := in.LoadedAt
+			s.Version, s.Kinds, s.SHA256, s.FailurePolicy, s.Order, s.LoadedAt = in.Version, in.Kinds, in.SHA256, in.FailurePolicy, in.Order, &t
+			s.Calls, s.Errors, s.Timeouts = in.Stats.Calls, in.Stats.Errors, in.Stats.Timeouts
+			if in.Stats.Calls > 0 {
+				s.P50, s.P99 = in.Stats.Quantile(0.5).String(), in.Stats.Quantile(0.99).String()
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Handler serves /plugins: {"plugins": [PluginStatus…]} as JSON.
+func (e *Extension) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			Plugins []PluginStatus `json:"plugins"`
+		}{e.Status()}); err != nil {
+			e.log.Error("write /plugins", "error", err)
+		}
+	})
+}
+
+var (
+	descQuantile = prometheus.NewDesc("wasmlet_plugin_call_latency_seconds", "Plugin call latency quantiles (upper bounds of power-of-two buckets), as /plugins shows them.", []string{"plugin", "version", "quantile"}, nil)
+	descInfo     = prometheus.NewDesc("wasmlet_plugin_info", "One per plugin file: its state (loaded or failed), version, kinds and sha256.", []string{"file", "plugin", "state", "version", "kinds", "sha256"}, nil)
+)
+
+// quantiles exports /plugins' p50/p99 and state as metrics (the Manager's
+// own collector exports the counters and the histogram).
+type quantiles struct{ m *plugin.Manager }
+
+// Describe implements prometheus.Collector.
+func (q *quantiles) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descQuantile
+	ch <- descInfo
+}
+
+// Collect implements prometheus.Collector.
+func (q *quantiles) Collect(ch chan<- prometheus.Metric) {
+	for _, in := range q.m.Plugins() {
+		kinds := ""
+		for i, k := range in.Kinds {
+			if i > 0 {
+				kinds += ","
+			}
+			kinds += string(k)
+		}
+		ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, in.Path, in.Name, string(in.State), in.Version, kinds, in.SHA256)
+		if in.State != plugin.StateLoaded || in.Stats.Calls == 0 {
+			continue
+		}
+		for _, x := range []struct {
+			q     float64
+			label string
+		}{{0.5, "0.5"}, {0.99, "0.99"}} {
+			ch <- prometheus.MustNewConstMetric(descQuantile, prometheus.GaugeValue, in.Stats.Quantile(x.q).Seconds(), in.Name, in.Version, x.label)
+		}
+	}
+}

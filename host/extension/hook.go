@@ -1,0 +1,89 @@
+package extension
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/plugin"
+)
+
+// Hook calls every hook plugin serving now, in manifest order, at point
+// (it implements runtime.Hooks). Their adjustments are merged in that order
+// (a later plugin's env variable, label or annotation replaces an earlier
+// one's of the same name); adjustments are only returned at PreSandbox and
+// PreCreate, where the ABI honours them. A failed call under policy Fail
+// stops there and returns an error naming the plugin; under Ignore it is
+// logged, counted and skipped.
+func (e *Extension) Hook(ctx context.Context, point abi.HookPoint, pod *v1.Pod, container *v1.Container) (*abi.Adjustment, error) {
+	ps := e.mgr.Hooks()
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	req := &abi.HookRequest{Point: point}
+	var err error
+	if req.Pod, err = json.Marshal(pod); err != nil {
+		return nil, fmt.Errorf("%s hook: encode pod %s: %w", point, podName(pod), err)
+	}
+	if container != nil {
+		if req.Container, err = json.Marshal(container); err != nil {
+			return nil, fmt.Errorf("%s hook: encode container %s: %w", point, container.Name, err)
+		}
+	}
+	honoured := point == abi.HookPreSandbox || point == abi.HookPreCreate
+	var out *abi.Adjustment
+	for _, p := range ps {
+		p, resp, err := retryClosed(e, p, func(p *plugin.Plugin) (*abi.HookResponse, error) { return p.Hook(ctx, req) })
+		if err != nil {
+			what := string(point) + " " + podName(pod)
+			if container != nil {
+				what += " container " + container.Name
+			}
+			if e.failed(p, abi.KindHook, what, err) {
+				return nil, fmt.Errorf("hook plugin %s failed (failurePolicy Fail): %w", p.Name(), err)
+			}
+			continue
+		}
+		if !honoured || resp.Adjustment == nil {
+			continue
+		}
+		out = merge(out, resp.Adjustment, point == abi.HookPreCreate)
+	}
+	return out, nil
+}
+
+// merge lays b over a; env only for containers.
+func merge(a, b *abi.Adjustment, env bool) *abi.Adjustment {
+	if a == nil {
+		a = &abi.Adjustment{}
+	}
+	if env {
+		for _, v := range b.Env {
+			replaced := false
+			for i := range a.Env {
+				if a.Env[i].Name == v.Name {
+					a.Env[i].Value, replaced = v.Value, true
+				}
+			}
+			if !replaced {
+				a.Env = append(a.Env, v)
+			}
+		}
+	}
+	for k, v := range b.Labels {
+		if a.Labels == nil {
+			a.Labels = map[string]string{}
+		}
+		a.Labels[k] = v
+	}
+	for k, v := range b.Annotations {
+		if a.Annotations == nil {
+			a.Annotations = map[string]string{}
+		}
+		a.Annotations[k] = v
+	}
+	return a
+}
