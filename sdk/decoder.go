@@ -215,7 +215,11 @@ func (d *decoder) next(n *int, open byte, isNull *bool) bool {
 		d.pos++
 		return false
 	default:
-		d.fail("expected ',' or '" + string(rune(closer)) + "' in " + map[byte]string{'{': "object", '[': "array"}[open])
+		if open == '{' {
+			d.fail("expected ',' or '}' in object")
+		} else {
+			d.fail("expected ',' or ']' in array")
+		}
 		return false
 	}
 	*n++
@@ -388,13 +392,7 @@ func hex4(b []byte) rune {
 }
 
 // str reads a string value without copying it (see decoder).
-func (d *decoder) str() string {
-	b := d.strBytes()
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
-}
+func (d *decoder) str() string { return aliasStr(d.strBytes()) }
 
 // setStr assigns a string value; null leaves *p unchanged.
 func (d *decoder) setStr(p *string) {
