@@ -102,3 +102,31 @@ func (c *Cache) wakeLocked() {
 	close(c.notify)
 	c.notify = make(chan struct{})
 }
+
+// matches reports whether the cached status of the pod holds exactly the
+// objects of a relist, in the same states.
+func (c *Cache) matches(uid types.UID, pod *runtime.Pod) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.pods[uid]
+	if !ok || e.err != nil || e.status == nil || len(e.status.Sandboxes)+len(e.status.Containers) != len(pod.Objects) {
+		return false
+	}
+	states := make(map[string]runtime.ContainerState, len(pod.Objects))
+	for _, s := range e.status.Sandboxes {
+		st := runtime.StateExited
+		if s.Ready {
+			st = runtime.StateRunning
+		}
+		states[s.ID] = st
+	}
+	for _, ct := range e.status.Containers {
+		states[ct.ID] = ct.State
+	}
+	for _, o := range pod.Objects {
+		if st, ok := states[o.ID]; !ok || st != o.State {
+			return false
+		}
+	}
+	return true
+}

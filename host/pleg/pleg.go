@@ -234,6 +234,11 @@ func (p *PLEG) updateCache(ctx context.Context, pods map[types.UID]*runtime.Pod,
 		sem    = make(chan struct{}, p.cfg.Parallelism)
 	)
 	for uid, pod := range pods {
+		if pod != nil && p.cache.matches(uid, pod) {
+			// The cache already shows this state (the agent read the pod
+			// back right after changing it): no need to inspect again.
+			continue
+		}
 		if pod == nil {
 			// Gone from the runtime: an empty status.
 			p.cache.Set(uid, &runtime.PodStatus{UID: uid, Timestamp: ts}, nil, ts)

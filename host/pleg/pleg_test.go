@@ -177,3 +177,50 @@ func TestPLEG_Healthy(t *testing.T) {
 		t.Error("healthy after the threshold")
 	}
 }
+
+func TestPLEG_RelistSkipsInspectionWhenCacheMatches(t *testing.T) {
+	ctx := context.Background()
+	m, f := newRuntime(t)
+	p, _ := New(Config{Runtime: m})
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default", UID: "u1"},
+		Spec: v1.PodSpec{HostNetwork: true, Containers: []v1.Container{{Name: "c", Image: "img:1"}}}}
+	m.SyncPod(ctx, pod, nil, runtime.NewBackOff())
+	// What the agent does after a sync: read back and cache.
+	st, err := m.GetPodStatus(ctx, "u1", "a", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cache().Set("u1", st, nil, time.Now())
+	count := func() int {
+		n := 0
+		for _, c := range f.RuntimeService.GetCalls() {
+			if c == "ContainerStatus" {
+				n++
+			}
+		}
+		return n
+	}
+	before := count()
+	if err := p.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := drain(p.Events()); got[ContainerStarted] != 2 {
+		t.Fatalf("events = %v", got)
+	}
+	if n := count() - before; n != 0 {
+		t.Errorf("relist inspected the pod (%d ContainerStatus calls) although the cache matched", n)
+	}
+	// A change the cache does not show is inspected.
+	f.RuntimeService.Lock()
+	for _, c := range f.RuntimeService.Containers {
+		c.State = runtimeapi.ContainerState_CONTAINER_EXITED
+	}
+	f.RuntimeService.Unlock()
+	before = count()
+	if err := p.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count() - before; n != 1 {
+		t.Errorf("ContainerStatus calls after a death = %d, want 1", n)
+	}
+}
