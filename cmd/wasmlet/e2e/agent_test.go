@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -253,6 +254,32 @@ func (a *agent) get(path string) (int, []byte, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, b, err
+}
+
+// metric returns the sum over all label sets of a metric in /metrics
+// (Prometheus text format).
+func (a *agent) metric(name string) (float64, error) {
+	code, b, err := a.get("/metrics")
+	if err != nil {
+		return 0, err
+	}
+	if code != http.StatusOK {
+		return 0, fmt.Errorf("/metrics: %d", code)
+	}
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `(?:\{[^}]*\})? (\S+)$`)
+	ms := re.FindAllSubmatch(b, -1)
+	if ms == nil {
+		return 0, fmt.Errorf("/metrics has no %s", name)
+	}
+	sum := 0.0
+	for _, m := range ms {
+		v, err := strconv.ParseFloat(string(m[1]), 64)
+		if err != nil {
+			return 0, fmt.Errorf("/metrics %s: %w", name, err)
+		}
+		sum += v
+	}
+	return sum, nil
 }
 
 // pods returns /pods, fetched at most once per poll period (many waits

@@ -161,6 +161,15 @@ func testStaticPod(t *testing.T, a *agent) {
 			t.Errorf("container %s: log path %q, want %q", name, st.LogPath, want)
 		}
 	}
+
+	// /metrics: the sync loop turns, the pod's start and the PLEG relists
+	// are counted.
+	for _, name := range []string{"wasmlet_sync_loop_iterations_total", "wasmlet_pod_start_duration_seconds_count", "wasmlet_pleg_relist_duration_seconds_count"} {
+		eventually(t, 30*time.Second, "/metrics: "+name+" > 0", func() (bool, string) {
+			v, err := a.metric(name)
+			return err == nil && v > 0, fmt.Sprint(v, err)
+		})
+	}
 	a.remove(t, "static.yaml")
 	a.waitGone(t, "static", 60*time.Second)
 }
