@@ -1,0 +1,97 @@
+// Package policy holds what the first-party plugins share: reading their
+// manifest config (lists, booleans, key=value lines) once per instance, and
+// namespace exemptions. It builds natively and for wasip1.
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/wasmlet/wasmlet/sdk"
+)
+
+// List reads a comma- or newline-separated config value, trimmed, empty
+// items dropped; def when the key is absent.
+func List(key, def string) []string {
+	v, ok := sdk.Config(key)
+	if !ok {
+		v = def
+	}
+	return SplitList(v)
+}
+
+// SplitList splits a comma- or newline-separated list, trimmed, empty items
+// dropped.
+func SplitList(v string) []string {
+	var out []string
+	for _, line := range strings.Split(v, "\n") {
+		for _, item := range strings.Split(line, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				out = append(out, item)
+			}
+		}
+	}
+	return out
+}
+
+// Bool reads a boolean config value ("true"/"false", "yes"/"no", "1"/"0");
+// def when absent, an error naming the key when unreadable.
+func Bool(key string, def bool) (bool, error) {
+	v, ok := sdk.Config(key)
+	if !ok {
+		return def, nil
+	}
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "true", "yes", "1", "on":
+		return true, nil
+	case "false", "no", "0", "off":
+		return false, nil
+	}
+	return def, fmt.Errorf("config %s: %q is not a boolean", key, v)
+}
+
+// Pairs reads a config value of "key=value" lines (a YAML block scalar in
+// the manifest), in order; a line without "=" is an error naming the key.
+func Pairs(key string) ([][2]string, error) {
+	v, ok := sdk.Config(key)
+	if !ok {
+		return nil, nil
+	}
+	var out [][2]string
+	for i, line := range strings.Split(v, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, val, ok := strings.Cut(line, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("config %s: line %d %q: want NAME=value", key, i+1, line)
+		}
+		out = append(out, [2]string{k, val})
+	}
+	return out, nil
+}
+
+// Set is a set of strings.
+type Set map[string]bool
+
+// NewSet makes a set of items.
+func NewSet(items []string) Set {
+	s := make(Set, len(items))
+	for _, it := range items {
+		s[it] = true
+	}
+	return s
+}
+
+// Exempt reports whether namespace is listed in config key
+// "exemptNamespaces" (comma-separated; def when absent).
+func Exempt(namespace, def string) bool {
+	for _, ns := range List("exemptNamespaces", def) {
+		if ns == namespace {
+			return true
+		}
+	}
+	return false
+}
