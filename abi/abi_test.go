@@ -145,3 +145,31 @@ func TestMessages_JSON(t *testing.T) {
 		}
 	}
 }
+
+func TestAdmitRequest_AppendJSON(t *testing.T) {
+	pod := json.RawMessage(`{"metadata":{"name":"p"}}`)
+	node := json.RawMessage(`{"metadata":{"name":"n"}}`)
+	cases := []struct {
+		name string
+		req  AdmitRequest
+	}{
+		{"pod only", AdmitRequest{Pod: pod}},
+		{"no pod", AdmitRequest{}},
+		{"pod and node", AdmitRequest{Pod: pod, Node: node}},
+		{"pods on node", AdmitRequest{Pod: pod, PodsOnNode: []json.RawMessage{pod, node}}},
+		{"everything", AdmitRequest{Pod: pod, Node: node, PodsOnNode: []json.RawMessage{node}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.req.AppendJSON(nil)
+			want, err := json.Marshal(&tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// encoding/json writes a nil RawMessage field that is not omitempty as null.
+			if string(got) != string(want) {
+				t.Fatalf("AppendJSON = %s\njson.Marshal = %s", got, want)
+			}
+		})
+	}
+}

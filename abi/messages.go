@@ -171,3 +171,35 @@ type NodeInfo struct {
 	// Allocatable resources of the node.
 	Allocatable map[string]string `json:"allocatable,omitempty"`
 }
+
+// AppendJSON appends the request's JSON encoding to dst without re-scanning
+// the embedded objects, which encoding/json does for every json.RawMessage
+// (a 4 KB pod costs tens of microseconds that way). Pod, Node and PodsOnNode
+// must each hold one valid JSON value, as json.Marshal of a Kubernetes object
+// produces; an empty one is written as null.
+func (r *AdmitRequest) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"pod":`...)
+	dst = appendRaw(dst, r.Pod)
+	if len(r.Node) > 0 {
+		dst = append(dst, `,"node":`...)
+		dst = append(dst, r.Node...)
+	}
+	if len(r.PodsOnNode) > 0 {
+		dst = append(dst, `,"podsOnNode":[`...)
+		for i, p := range r.PodsOnNode {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendRaw(dst, p)
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+func appendRaw(dst []byte, v json.RawMessage) []byte {
+	if len(v) == 0 {
+		return append(dst, "null"...)
+	}
+	return append(dst, v...)
+}
