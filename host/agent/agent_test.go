@@ -90,7 +90,7 @@ func waitPods(t testing.TB, a *Agent, n int, want v1.PodPhase, timeout time.Dura
 			}
 			t.Fatalf("want %d pods %s; have %v", n, want, s)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -77,18 +77,23 @@ func (m *Manager) RemovePod(uid types.UID) {
 // namespace and name (what /pods serves).
 func (m *Manager) Pods() []v1.Pod {
 	m.mu.RLock()
-	out := make([]v1.Pod, 0, len(m.pods))
+	entries := make([]*entry, 0, len(m.pods))
 	for _, e := range m.pods {
-		p := *e.pod
-		p.Status = e.status
-		out = append(out, p)
+		entries = append(entries, e)
+	}
+	// Sort the pointers, not the pods: a v1.Pod is a large value.
+	sort.Slice(entries, func(i, j int) bool {
+		a, b := entries[i].pod, entries[j].pod
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	out := make([]v1.Pod, len(entries))
+	for i, e := range entries {
+		out[i] = *e.pod
+		out[i].Status = e.status
 	}
 	m.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
-		}
-		return out[i].Name < out[j].Name
-	})
 	return out
 }
