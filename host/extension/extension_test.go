@@ -1,0 +1,280 @@
+package extension
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/admission"
+	"github.com/wasmlet/wasmlet/host/config"
+	"github.com/wasmlet/wasmlet/host/plugin"
+)
+
+// fixture is a module of host/plugin's or this package's testdata.
+func fixture(name string) string {
+	if _, err := os.Stat(filepath.Join("testdata", name)); err == nil {
+		return filepath.Join("testdata", name)
+	}
+	return filepath.Join("..", "plugin", "testdata", "wat", name)
+}
+
+// install copies a module into dir with a manifest (extra YAML appended).
+func install(t testing.TB, dir, name, module string, kinds []abi.Kind, extra string) {
+	t.Helper()
+	b, err := os.ReadFile(fixture(module))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".wasm"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	ks, _ := json.Marshal(kinds)
+	mf := fmt.Sprintf("name: %s\nversion: 1.0.0\nabi: v1\nkinds: %s\nsha256: %s\n%s", name, ks, hex.EncodeToString(sum[:]), extra)
+	if err := os.WriteFile(filepath.Join(dir, name+abi.ManifestSuffix), []byte(mf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setup scans dir with a Manager and returns the Extension over it and its
+// registry.
+func setup(t testing.TB, dir string, merge func(context.Context, string, config.PodUpdate) error) (*Extension, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m, err := plugin.NewManager(plugin.Config{Dir: dir, Registerer: reg, Timeout: 200 * time.Millisecond, PoolSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	m.Scan(context.Background())
+	e, err := New(Config{Manager: m, NodeName: "node1", PollInterval: 20 * time.Millisecond, Merge: merge, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, reg
+}
+
+func testPod(name string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: "u-" + "x"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "i"}}}}
+}
+
+func TestExtension_Admitters(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "bang", "ok.wasm", []abi.Kind{abi.KindAdmission}, "order: 1\n")
+	install(t, dir, "trap-ignored", "trap.wasm", []abi.Kind{abi.KindAdmission}, "order: 2\nfailurePolicy: Ignore\n")
+	install(t, dir, "spin-fails", "loop.wasm", []abi.Kind{abi.KindAdmission}, "order: 3\nfailurePolicy: Fail\npermissions: {timeout: 50ms}\n")
+	e, reg := setup(t, dir, nil)
+	chain, err := admission.New(admission.Config{Admitters: admission.Builtins(10), Extra: e.Admitters})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(e.Admitters()); got != 3 {
+		t.Fatalf("%d admitters, want 3", got)
+	}
+	tests := []struct {
+		pod          string
+		wantAdmitter string
+		wantReason   string
+		wantMessage  string
+	}{
+		// ok.wasm denies input containing '!': the first plugin decides.
+		{"bang!", "bang", "Bang", "admitter bang: input has a bang"},
+		// trap-ignored is skipped (Ignore), spin-fails times out (Fail).
+		{"calm", "spin-fails", "AdmissionError", "deadline exceeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pod, func(t *testing.T) {
+			r := chain.Admit(context.Background(), admission.Attributes{Pod: testPod(tt.pod)})
+			if r.Admit || r.Admitter != tt.wantAdmitter || r.Reason != tt.wantReason || !strings.Contains(r.Message, tt.wantMessage) {
+				t.Fatalf("result %+v, want admitter %s reason %s message containing %q", r, tt.wantAdmitter, tt.wantReason, tt.wantMessage)
+			}
+		})
+	}
+	if n := counter(e.failures.WithLabelValues("trap-ignored", "admission", "ignore")); n != 1 {
+		t.Errorf("ignored failures = %v, want 1", n)
+	}
+	if n := counter(e.failures.WithLabelValues("spin-fails", "admission", "fail")); n != 1 {
+		t.Errorf("failed calls = %v, want 1", n)
+	}
+	// Remove the failing plugin: the chain admits without a restart.
+	if err := os.Remove(filepath.Join(dir, "spin-fails"+abi.ManifestSuffix)); err != nil {
+		t.Fatal(err)
+	}
+	e.mgr.Scan(context.Background())
+	if r := chain.Admit(context.Background(), admission.Attributes{Pod: testPod("calm")}); !r.Admit {
+		t.Fatalf("after removing spin-fails: %+v", r)
+	}
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExtension_Hook(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "env", "ok.wasm", []abi.Kind{abi.KindHook}, "order: 1\n")
+	e, _ := setup(t, dir, nil)
+	pod := testPod("p")
+	adj, err := e.Hook(context.Background(), abi.HookPreCreate, pod, &pod.Spec.Containers[0])
+	if err != nil || adj == nil || len(adj.Env) != 1 || adj.Env[0] != (abi.EnvVar{Name: "A", Value: "1"}) {
+		t.Fatalf("PreCreate: %+v, %v", adj, err)
+	}
+	if adj, err := e.Hook(context.Background(), abi.HookPostStart, pod, &pod.Spec.Containers[0]); err != nil || adj != nil {
+		t.Fatalf("PostStart: adjustments are not honoured there: %+v, %v", adj, err)
+	}
+	if adj, err := e.Hook(context.Background(), abi.HookPreSandbox, pod, nil); err != nil || adj == nil || len(adj.Env) != 0 {
+		t.Fatalf("PreSandbox: env is for containers only: %+v, %v", adj, err)
+	}
+
+	install(t, dir, "hook-error", "src.wasm", []abi.Kind{abi.KindHook}, "order: 2\n")
+	e.mgr.Scan(context.Background())
+	if _, err := e.Hook(context.Background(), abi.HookPreCreate, pod, &pod.Spec.Containers[0]); err == nil || !strings.Contains(err.Error(), "hook-error") || !strings.Contains(err.Error(), "no decision") {
+		t.Fatalf("failing hook under Fail: err = %v", err)
+	}
+	install(t, dir, "hook-error", "src.wasm", []abi.Kind{abi.KindHook}, "order: 2\nfailurePolicy: Ignore\n")
+	e.mgr.Scan(context.Background())
+	if adj, err := e.Hook(context.Background(), abi.HookPreCreate, pod, &pod.Spec.Containers[0]); err != nil || adj == nil || len(adj.Env) != 1 {
+		t.Fatalf("failing hook under Ignore: %+v, %v", adj, err)
+	}
+}
+
+func TestMerge(t *testing.T) {
+	a := merge(nil, &abi.Adjustment{Env: []abi.EnvVar{{Name: "A", Value: "1"}, {Name: "B", Value: "1"}}, Labels: map[string]string{"l": "1"}}, true)
+	a = merge(a, &abi.Adjustment{Env: []abi.EnvVar{{Name: "B", Value: "2"}}, Labels: map[string]string{"l": "2"}, Annotations: map[string]string{"n": "x"}}, true)
+	if fmt.Sprint(a.Env) != "[{A 1} {B 2}]" || a.Labels["l"] != "2" || a.Annotations["n"] != "x" {
+		t.Fatalf("merged %+v", a)
+	}
+	if b := merge(nil, &abi.Adjustment{Env: []abi.EnvVar{{Name: "A", Value: "1"}}}, false); len(b.Env) != 0 {
+		t.Fatalf("env merged at a sandbox point: %+v", b)
+	}
+}
+
+func TestExtension_Sources(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "pods", "src.wasm", []abi.Kind{abi.KindSource}, "")
+	install(t, dir, "junk", "garbage.wasm", []abi.Kind{abi.KindSource}, "")
+	e, _ := setup(t, dir, nil)
+	srcs := e.Sources()
+	if len(srcs) != 2 || srcs[0].Name() != "junk" || srcs[1].Name() != "pods" {
+		t.Fatalf("sources %v", srcs)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pods := make(chan config.PodUpdate, 10)
+	junk := make(chan config.PodUpdate, 10)
+	go srcs[1].Run(ctx, pods)
+	go srcs[0].Run(ctx, junk)
+	var got []config.PodUpdate
+	for len(got) < 2 {
+		select {
+		case u := <-pods:
+			got = append(got, u)
+		case u := <-junk:
+			t.Fatalf("a garbage answer was sent: %+v", u)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d updates after 10 s", len(got))
+		}
+	}
+	u := got[0]
+	if u.Op != config.OpSet || u.Source != "pods" || len(u.Pods) != 1 {
+		t.Fatalf("update %+v", u)
+	}
+	p := u.Pods[0]
+	if p.Name != "p-node1" || p.Namespace != "default" || p.Spec.NodeName != "node1" || p.UID == "" || p.Annotations[config.AnnotationHash] != string(p.UID) {
+		t.Fatalf("not a static pod: %s/%s uid %q node %q annotations %v", p.Namespace, p.Name, p.UID, p.Spec.NodeName, p.Annotations)
+	}
+	if got[1].Pods[0].UID != p.UID {
+		t.Errorf("UID changed between identical polls: %s, %s", p.UID, got[1].Pods[0].UID)
+	}
+	if n := counter(e.failures.WithLabelValues("junk", "source", "keep")); n < 1 {
+		t.Errorf("garbage polls counted %v, want ≥ 1", n)
+	}
+}
+
+func TestExtension_Run(t *testing.T) {
+	dir := t.TempDir()
+	got := make(chan string, 10)
+	e, _ := setup(t, dir, func(_ context.Context, source string, u config.PodUpdate) error {
+		got <- source + ":" + string(u.Op)
+		return nil
+	})
+	if len(e.Sources()) != 0 {
+		t.Fatal("sources in an empty directory")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go e.Run(ctx)
+	time.Sleep(50 * time.Millisecond) // Run registers its OnChange first
+	install(t, dir, "late", "src.wasm", []abi.Kind{abi.KindSource}, "")
+	e.mgr.Scan(context.Background())
+	select {
+	case s := <-got:
+		if s != "late:SET" {
+			t.Fatalf("merged %q, want late:SET", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a source plugin loaded after start was not polled")
+	}
+}
+
+func TestExtension_Handler(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "bang", "ok.wasm", []abi.Kind{abi.KindAdmission}, "")
+	if err := os.WriteFile(filepath.Join(dir, "broken"+abi.ManifestSuffix), []byte("name: broken\nabi: v9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, reg := setup(t, dir, nil)
+	for _, a := range e.Admitters() {
+		if _, err := a.Admit(context.Background(), admission.Attributes{Pod: testPod("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := httptest.NewRecorder()
+	e.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/plugins", nil))
+	var body struct{ Plugins []PluginStatus }
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("%v: %s", err, rec.Body)
+	}
+	if len(body.Plugins) != 2 {
+		t.Fatalf("plugins %+v", body.Plugins)
+	}
+	bang, broken := body.Plugins[0], body.Plugins[1]
+	if bang.Name != "bang" || bang.State != plugin.StateLoaded || bang.Calls != 1 || bang.P50 == "" || bang.P99 == "" || len(bang.SHA256) != 64 || bang.Version != "1.0.0" {
+		t.Errorf("bang: %+v", bang)
+	}
+	if broken.State != plugin.StateFailed || !strings.Contains(broken.Error, "abi") {
+		t.Errorf("broken: %+v", broken)
+	}
+	mfs, err := reg.Gather()
+	n := 0
+	for _, mf := range mfs {
+		if mf.GetName() == "wasmlet_plugin_call_latency_seconds" || mf.GetName() == "wasmlet_plugin_info" {
+			n += len(mf.GetMetric())
+		}
+	}
+	if err != nil || n != 4 { // p50 + p99 of bang, info of both files
+		t.Errorf("metrics: %d series, %v", n, err)
+	}
+}
+
+func counter(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}

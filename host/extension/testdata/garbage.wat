@@ -1,0 +1,8 @@
+;; garbage: a source plugin whose answer is not JSON.
+(module
+  (memory (export "memory") 1)
+  (data (i32.const 16) "<html>")
+  (func (export "wasmlet_abi_v1"))
+  (func (export "wasmlet_alloc") (param i32) (result i32) (i32.const 4096))
+  (func (export "wasmlet_source") (param i32 i32) (result i64)
+    (i64.or (i64.shl (i64.const 16) (i64.const 32)) (i64.const 6))))
