@@ -14,6 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/meter"
 )
 
 // Plugin is one loaded plugin. Its methods are safe for concurrent use.
@@ -116,7 +117,7 @@ func (p *Plugin) Imports() []api.FunctionDefinition {
 	}
 	var out []api.FunctionDefinition
 	for _, d := range p.compiled.ImportedFunctions() {
-		if mod, _, _ := d.Import(); mod == meterModule {
+		if mod, _, _ := d.Import(); mod == meter.ImportModule {
 			continue
 		}
 		out = append(out, d)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/meter"
 )
 
 // engine owns the wazero runtimes of one host (one per deadline mode that is
@@ -21,6 +20,7 @@ import (
 type engine struct {
 	cfg   Config
 	cache wazero.CompilationCache
+	meter meter.Config // rewrites modules (cached in CacheDir); its tick stops calls
 
 	mu       sync.Mutex
 	runtimes map[bool]wazero.Runtime // key: WithCloseOnContextDone
@@ -28,6 +28,7 @@ type engine struct {
 
 func newEngine(ctx context.Context, cfg Config) (*engine, error) {
 	e := &engine{cfg: cfg, runtimes: map[bool]wazero.Runtime{}}
+	e.meter = meter.Config{CacheDir: cfg.CacheDir, Call: meterCall}
 	if cfg.CacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
 		if err != nil {
@@ -59,6 +60,10 @@ func (e *engine) runtime(ctx context.Context, closeOnDone bool) (wazero.Runtime,
 	if err := instantiateHostModule(ctx, r); err != nil {
 		r.Close(ctx)
 		return nil, fmt.Errorf("instantiate host module: %w", err)
+	}
+	if err := e.meter.Instantiate(ctx, r); err != nil {
+		r.Close(ctx)
+		return nil, fmt.Errorf("instantiate meter module: %w", err)
 	}
 	e.runtimes[closeOnDone] = r
 	return r, nil
@@ -127,7 +132,7 @@ func (e *engine) prepare(src *source) ([]byte, DeadlineMode, error) {
 	if mode != DeadlineAuto && mode != DeadlineMeter {
 		return src.wasm, mode, nil
 	}
-	metered, err := e.meterCached(src.sha256, src.wasm)
+	metered, err := e.meter.Rewrite(src.wasm, src.sha256)
 	switch {
 	case err == nil:
 		return metered, DeadlineMeter, nil
@@ -198,26 +203,15 @@ func (p *Plugin) checkV1() error {
 	return nil
 }
 
-// meterCached meters wasm, keeping the result in CacheDir (keyed by the
-// original's sha256 and the meter's version) so that a restart skips the
-// rewrite as it skips compilation.
-func (e *engine) meterCached(sha string, wasm []byte) ([]byte, error) {
-	if e.cfg.CacheDir == "" {
-		return meter(wasm)
+// meterCall finds the meter.Call of the instance a tick runs for.
+func meterCall(ctx context.Context) *meter.Call {
+	switch v := ctx.Value(callKey{}).(type) {
+	case *instance:
+		return &v.Call
+	case *extismInstance:
+		return &v.Call
 	}
-	path := filepath.Join(e.cfg.CacheDir, "wasmlet-meter-"+meterVersion+"-"+sha+".wasm")
-	if b, err := os.ReadFile(path); err == nil {
-		return b, nil
-	}
-	out, err := meter(wasm)
-	if err != nil {
-		return nil, err
-	}
-	tmp := path + ".tmp"
-	if os.WriteFile(tmp, out, 0o600) == nil {
-		os.Rename(tmp, path)
-	}
-	return out, nil
+	return nil
 }
 
 func sig(f api.FunctionDefinition, params, results []api.ValueType) bool {

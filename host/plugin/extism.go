@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/meter"
 )
 
 // extismImportModule is the module name of Extism's kernel imports; a bare
@@ -33,7 +34,7 @@ type extismPlugin struct {
 }
 
 type extismInstance struct {
-	callState
+	meter.Call
 	x         *extism.Plugin
 	calls     int
 	memDenied atomic.Bool
@@ -100,10 +101,11 @@ func (e *engine) loadExtism(ctx context.Context, src *source, overrides map[stri
 		// Extism turns WithCloseOnContextDone on when it has a timeout.
 		man.Timeout = uint64(p.timeout.Milliseconds())
 	}
-	tick := extism.NewHostFunctionWithStack(meterFunc, func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
+	meterTick := e.meter.Tick()
+	tick := extism.NewHostFunctionWithStack(meter.ImportFunc, func(ctx context.Context, _ *extism.CurrentPlugin, stack []uint64) {
 		meterTick(ctx, nil, stack)
 	}, nil, nil)
-	tick.SetNamespace(meterModule)
+	tick.SetNamespace(meter.ImportModule)
 	rc := wazero.NewRuntimeConfigCompiler().WithCompilationCache(e.cache)
 	cp, err := extism.NewCompiledPlugin(ctx, man, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, []extism.HostFunction{tick})
 	if err != nil {
@@ -183,13 +185,13 @@ func (x *extismPlugin) call(ctx context.Context, k abi.Kind, input []byte, resp 
 	}
 	inst.calls++
 	inst.out.reset()
-	inst.timedOut = false
+	inst.Reset()
 	if x.p.deadline == DeadlineMeter {
-		inst.arm(ctx, start, x.p.timeout)
+		inst.Arm(ctx, start+x.p.timeout)
 		ctx = context.WithValue(ctx, callKey{}, inst)
 	}
 	out, err := x.invoke(ctx, inst, k, input)
-	inst.ctx = nil
+	inst.Disarm()
 	if err == nil && resp != nil {
 		err = x.p.decode(k, out, resp)
 	}
@@ -206,7 +208,7 @@ func (x *extismPlugin) invoke(ctx context.Context, inst *extismInstance, k abi.K
 		return append([]byte(nil), out...), nil
 	case inst.memDenied.Load():
 		return nil, pluginError(name, ErrMemoryLimit, "%s: memory cap of %d pages reached: %v%s", export, x.p.memoryPages, err, inst.out.tailNote())
-	case inst.timedOut, errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
+	case inst.Stopped(), errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
 		return nil, pluginError(name, ErrTimeout, "%s: stopped after %s", export, x.p.timeout)
 	case errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeContextCanceled:
 		return nil, fmt.Errorf("plugin %q: %s: %w", name, export, context.Canceled)

@@ -23,8 +23,7 @@ import (
 // maxValue caps a key, a value or a request the guest hands to the host.
 const maxValue = 1 << 20
 
-// instantiateHostModule defines the "wasmlet" host module of ABI v1 and the
-// deadline meter's module in r.
+// instantiateHostModule defines the "wasmlet" host module of ABI v1 in r.
 func instantiateHostModule(ctx context.Context, r wazero.Runtime) error {
 	i32 := api.ValueTypeI32
 	b := r.NewHostModuleBuilder(abi.ImportModule)
@@ -39,12 +38,7 @@ func instantiateHostModule(ctx context.Context, r wazero.Runtime) error {
 	def(abi.ImportHTTPRequest, hostHTTPRequest, []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32})
 	def(abi.ImportNodeInfo, hostNodeInfo, []api.ValueType{i32, i32}, []api.ValueType{i32})
 	def(abi.ImportResultRead, hostResultRead, []api.ValueType{i32, i32}, []api.ValueType{i32})
-	if _, err := b.Instantiate(ctx); err != nil {
-		return err
-	}
-	_, err := r.NewHostModuleBuilder(meterModule).NewFunctionBuilder().
-		WithGoModuleFunction(api.GoModuleFunc(meterTick), nil, nil).Export(meterFunc).
-		Instantiate(ctx)
+	_, err := b.Instantiate(ctx)
 	return err
 }
 
@@ -217,7 +211,7 @@ func (p *Plugin) doHTTP(ctx context.Context, inst *instance, req *abi.HTTPReques
 		timeout = min(timeout, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	}
 	if p.deadline == DeadlineMeter {
-		timeout = min(timeout, inst.deadline-mono())
+		timeout = min(timeout, inst.Deadline()-mono())
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

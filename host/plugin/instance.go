@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/meter"
 )
 
 // initTimeoutMin is the least time _initialize gets (a Go runtime starts in
@@ -37,24 +38,12 @@ type instance struct {
 	calls int
 	stack []uint64
 
-	callState
-	pending []byte // result_read buffer (per call)
+	meter.Call        // what the meter's tick checks during a call
+	pending    []byte // result_read buffer (per call)
 
 	memory    cappedMemory
 	memDenied atomic.Bool
 	out       guestOutput
-}
-
-// callState is what the meter's tick reads during a call.
-type callState struct {
-	ctx      context.Context // the caller's context (meter mode)
-	deadline time.Duration   // on the mono() clock (meter mode)
-	timedOut bool
-}
-
-// arm starts a metered call.
-func (c *callState) arm(ctx context.Context, start, timeout time.Duration) {
-	c.ctx, c.deadline, c.timedOut = ctx, start+timeout, false
 }
 
 type callKey struct{}
@@ -124,17 +113,14 @@ func (p *Plugin) newInstance(ctx context.Context) (inst *instance, err error) {
 	return inst, nil
 }
 
-// epoch anchors mono: time.Since on a monotonic reading reads one clock, where
-// time.Now reads two (and a clock read costs ~100 ns on this project's VMs).
-var epoch = time.Now()
-
-// mono is the monotonic clock used for deadlines and latencies.
-func mono() time.Duration { return time.Since(epoch) }
+// mono is the monotonic clock used for deadlines and latencies (the
+// meter's, which the deadlines are compared with).
+func mono() time.Duration { return meter.Now() }
 
 // begin prepares a call's context and deadline. cctx is the context whose
 // Err reports a caller cancellation; callCtx is what goes to wazero.
 func (i *instance) begin(ctx context.Context, start, timeout time.Duration) (cctx context.Context, cancel context.CancelFunc, callCtx context.Context) {
-	i.timedOut = false
+	i.Reset()
 	i.pending = nil
 	i.out.reset()
 	cancel = func() {}
@@ -143,7 +129,7 @@ func (i *instance) begin(ctx context.Context, start, timeout time.Duration) (cct
 	case DeadlineCloseOnDone:
 		cctx, cancel = context.WithTimeout(ctx, timeout)
 	case DeadlineMeter:
-		i.arm(ctx, start, timeout)
+		i.Arm(ctx, start+timeout)
 	}
 	return cctx, cancel, context.WithValue(cctx, callKey{}, i)
 }
@@ -201,7 +187,7 @@ func (i *instance) classify(cctx context.Context, err error, export string) erro
 	switch {
 	case i.memDenied.Load():
 		return pluginError(name, ErrMemoryLimit, "%s: memory cap of %d pages (%d MiB) reached: %v%s", export, i.p.memoryPages, i.p.memoryPages/16, firstLine(err), i.out.tailNote())
-	case i.timedOut, errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
+	case i.Stopped(), errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded:
 		if cerr := cctx.Err(); errors.Is(cerr, context.Canceled) {
 			return fmt.Errorf("plugin %q: %s: %w", name, export, cerr)
 		}

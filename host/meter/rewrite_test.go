@@ -1,4 +1,4 @@
-package plugin
+package meter
 
 import (
 	"context"
@@ -9,15 +9,15 @@ import (
 	"github.com/tetratelabs/wazero/api"
 )
 
-// TestMeter checks that metering preserves behaviour: shift.wasm computes the
-// same results before and after, and the metered one calls tick.
-func TestMeter(t *testing.T) {
+// TestRewrite checks that metering preserves behaviour: shift.wasm computes
+// the same results before and after, and the metered one calls tick.
+func TestRewrite(t *testing.T) {
 	ctx := context.Background()
-	orig, err := os.ReadFile("testdata/wat/shift.wasm")
+	orig, err := os.ReadFile("testdata/shift.wasm")
 	if err != nil {
 		t.Fatal(err)
 	}
-	metered, err := meter(orig)
+	metered, err := Rewrite(orig)
 	if err != nil {
 		t.Fatalf("meter: %v", err)
 	}
@@ -30,9 +30,9 @@ func TestMeter(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = r.NewHostModuleBuilder(meterModule).NewFunctionBuilder().
+		_, err = r.NewHostModuleBuilder(ImportModule).NewFunctionBuilder().
 			WithGoModuleFunction(api.GoModuleFunc(func(context.Context, api.Module, []uint64) { ticks++ }), nil, nil).
-			Export(meterFunc).Instantiate(ctx)
+			Export(ImportFunc).Instantiate(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,14 +65,17 @@ func TestMeter(t *testing.T) {
 		}
 	}
 	// sum runs 100000 loop iterations and 100000 calls of a probed function.
-	if ticks < 100000/meterInterval {
-		t.Errorf("metered module ticked %d times, want ≥ %d", ticks, 100000/meterInterval)
+	if ticks < 100000/Interval {
+		t.Errorf("metered module ticked %d times, want ≥ %d", ticks, 100000/Interval)
 	}
 }
 
-func TestMeter_Refuses(t *testing.T) {
-	ok, _ := os.ReadFile("testdata/wat/ok.wasm")
-	twice, err := meter(ok)
+func TestRewrite_Refuses(t *testing.T) {
+	ok, err := os.ReadFile("testdata/spin.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	twice, err := Rewrite(ok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +85,7 @@ func TestMeter_Refuses(t *testing.T) {
 		"already metered": twice,
 	}
 	for name, b := range tests {
-		if _, err := meter(b); err == nil {
+		if _, err := Rewrite(b); err == nil {
 			t.Errorf("%s: meter succeeded", name)
 		}
 	}

@@ -1,57 +1,10 @@
-package plugin
+package meter
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/tetratelabs/wazero/api"
 )
-
-// The deadline meter. meter() rewrites a module so that every function entry
-// (unless a loop header is reached first, see loopFirst) and every loop
-// header runs a probe:
-//
-//	global.get $fuel; i32.const 1; i32.sub; local.tee $t; global.set $fuel
-//	local.get $t; i32.eqz
-//	if  i32.const meterInterval; global.set $fuel; call $tick  end
-//
-// $fuel is a new mutable i32 global, $t a new i32 local of each function and
-// $tick the import "wasmlet:meter" "tick". A runaway loop thus calls into Go every meterInterval iterations;
-// meterTick compares the clock with the call's deadline and stops the call by
-// panicking (wazero turns the panic into an error and the instance is
-// discarded). Being a Go call, the tick is also a point where the Go
-// scheduler and GC can stop the goroutine, which compiled guest code
-// otherwise never offers. See RATIONALE.md ("host/plugin") for the figures.
-const (
-	meterModule   = "wasmlet:meter"
-	meterFunc     = "tick"
-	meterInterval = 4096
-	// meterVersion names the rewrite in cached metered modules; change it
-	// whenever the rewrite's output changes.
-	meterVersion = "3"
-)
-
-// errMeterTimeout is the panic value meterTick stops a call with.
-var errMeterTimeout = errors.New("deadline exceeded (wasmlet meter)")
-
-// meterTick is the host side of the probe.
-func meterTick(ctx context.Context, _ api.Module, _ []uint64) {
-	var st *callState
-	switch v := ctx.Value(callKey{}).(type) {
-	case *instance:
-		st = &v.callState
-	case *extismInstance:
-		st = &v.callState
-	default:
-		return
-	}
-	if mono() > st.deadline || (st.ctx != nil && st.ctx.Err() != nil) {
-		st.timedOut = true
-		panic(errMeterTimeout)
-	}
-}
 
 // Section ids of the WebAssembly binary format.
 const (
@@ -73,9 +26,12 @@ const (
 // sectionOrder is the order sections must appear in.
 var sectionOrder = []byte{secType, secImport, secFunction, secTable, secMemory, secGlobal, secExport, secStart, secElement, secDataCount, secCode, secData}
 
-// meter returns wasm with deadline probes, or an error naming what it could
-// not instrument (the caller then falls back to WithCloseOnContextDone).
-func meter(wasm []byte) ([]byte, error) {
+// Rewrite returns wasm with probes (see the package comment), or an error
+// naming what it could not instrument: a module that is not WebAssembly 1.0
+// or 2.0 binary as wazero's default features know it, or that already
+// imports ImportModule. The caller then falls back to wazero's
+// WithCloseOnContextDone.
+func Rewrite(wasm []byte) ([]byte, error) {
 	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" || string(wasm[4:8]) != "\x01\x00\x00\x00" {
 		return nil, errors.New("not a WebAssembly 1.0 binary")
 	}
@@ -191,7 +147,7 @@ func (m *meterer) makeProbe(tmp uint32) []byte {
 	p = append(p, 0x20) // local.get
 	p = appendU32(p, tmp)
 	p = append(p, 0x45, 0x04, 0x40, 0x41) // i32.eqz; if (empty); i32.const
-	p = appendS32(p, meterInterval)
+	p = appendS32(p, Interval)
 	p = append(p, 0x24)
 	p = appendU32(p, m.fuel)
 	p = append(p, 0x10)
@@ -272,8 +228,8 @@ func addTickImport(sec []byte, typ uint32) ([]byte, uint32, uint32, error) {
 	for i := uint32(0); i < n; i++ {
 		mod := r.name()
 		r.name()
-		if mod == meterModule {
-			return nil, 0, 0, fmt.Errorf("module already imports %q", meterModule)
+		if mod == ImportModule {
+			return nil, 0, 0, fmt.Errorf("module already imports %q", ImportModule)
 		}
 		switch kind := r.byte(); kind {
 		case 0x00:
@@ -297,15 +253,15 @@ func addTickImport(sec []byte, typ uint32) ([]byte, uint32, uint32, error) {
 	}
 	out := appendU32(nil, n+1)
 	out = append(out, sec[lenPrefix(sec):]...)
-	out = appendName(out, meterModule)
-	out = appendName(out, meterFunc)
+	out = appendName(out, ImportModule)
+	out = appendName(out, ImportFunc)
 	out = append(out, 0x00)
 	out = appendU32(out, typ)
 	return out, funcs, globals, nil
 }
 
 // addFuelGlobal shifts ref.func in global initializers and appends the fuel
-// global (mutable i32 = meterInterval).
+// global (mutable i32 = Interval).
 func (m *meterer) addFuelGlobal(sec []byte) ([]byte, uint32, error) {
 	r := &reader{b: sec}
 	n := uint32(0)
@@ -324,7 +280,7 @@ func (m *meterer) addFuelGlobal(sec []byte) ([]byte, uint32, error) {
 		return nil, 0, r.err
 	}
 	out = append(out, 0x7f, 0x01, 0x41)
-	out = appendS32(out, meterInterval)
+	out = appendS32(out, Interval)
 	out = append(out, 0x0b)
 	return out, m.globalImports + n, nil
 }
@@ -374,7 +330,7 @@ func (m *meterer) shiftExports(sec []byte) ([]byte, error) {
 	for i := uint32(0); i < n; i++ {
 		start := r.pos
 		name := r.name()
-		if name == meterModule {
+		if name == ImportModule {
 			return nil, fmt.Errorf("export %q is reserved", name)
 		}
 		kind := r.byte()
