@@ -287,13 +287,7 @@ func testRestartOnFailure(t *testing.T, a *agent) {
 	if last := status(bad, "main").LastTerminationState.Terminated; last == nil || last.ExitCode != 3 {
 		t.Errorf("pod %s: last termination %+v, want exit code 3", bad.Name, last)
 	}
-	holds(t, 3*time.Second, "onfail-ok stays Succeeded with 0 restarts", func() (bool, string) {
-		p, err := a.pod("onfail-ok")
-		if err != nil || p == nil {
-			return false, fmt.Sprint(err, podSummary(p))
-		}
-		return p.Status.Phase == v1.PodSucceeded && status(p, "main").RestartCount == 0, podSummary(p)
-	})
+	a.staysTerminal(t, "onfail-ok", v1.PodSucceeded)
 	a.remove(t, "onfail-ok.yaml")
 	a.remove(t, "onfail-bad.yaml")
 	a.waitGone(t, "onfail-ok", 60*time.Second)
@@ -308,13 +302,7 @@ func testRestartNever(t *testing.T, a *agent) {
 	checkTerminated(t, ok, "main", 0, "Completed")
 	bad := a.waitPod(t, "never-bad", 60*time.Second, "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
 	checkTerminated(t, bad, "main", 3, "Error")
-	holds(t, 3*time.Second, "never-bad stays Failed with 0 restarts", func() (bool, string) {
-		p, err := a.pod("never-bad")
-		if err != nil || p == nil {
-			return false, fmt.Sprint(err, podSummary(p))
-		}
-		return p.Status.Phase == v1.PodFailed && status(p, "main").RestartCount == 0, podSummary(p)
-	})
+	a.staysTerminal(t, "never-bad", v1.PodFailed)
 	if n := len(podContainers(t, "never-bad")); n != 1 {
 		t.Errorf("pod %s: %d containers in the runtime, want the 1 that ran", staticName("never-bad"), n)
 	}
@@ -322,6 +310,19 @@ func testRestartNever(t *testing.T, a *agent) {
 	a.remove(t, "never-bad.yaml")
 	a.waitGone(t, "never-ok", 60*time.Second)
 	a.waitGone(t, "never-bad", 60*time.Second)
+}
+
+// staysTerminal watches a finished pod for three seconds (three relists
+// and syncs): it must keep its phase and its container must not restart.
+func (a *agent) staysTerminal(t *testing.T, name string, phase v1.PodPhase) {
+	t.Helper()
+	holds(t, 3*time.Second, fmt.Sprintf("%s stays %s with 0 restarts", staticName(name), phase), func() (bool, string) {
+		p, err := a.pod(name)
+		if err != nil || p == nil {
+			return false, fmt.Sprint(err, podSummary(p))
+		}
+		return p.Status.Phase == phase && status(p, "main").RestartCount == 0, podSummary(p)
+	})
 }
 
 func checkTerminated(t *testing.T, p *v1.Pod, container string, code int32, reason string) {
