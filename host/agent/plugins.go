@@ -34,7 +34,7 @@ func (a *Agent) newPlugins() (*plugins, error) {
 	mgr, err := plugin.NewManager(plugin.Config{
 		Dir:        a.cfg.PluginDir,
 		CacheDir:   filepath.Join(a.cfg.RootDir, "plugin-cache"),
-		Logger:     a.log.Named("plugin"),
+		Logger:     a.log,
 		Registerer: a.reg,
 		NodeInfo:   a.nodeInfo,
 	})

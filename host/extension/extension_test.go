@@ -256,6 +256,9 @@ func TestExtension_Handler(t *testing.T) {
 	if bang.Name != "bang" || bang.State != plugin.StateLoaded || bang.Calls != 1 || bang.P50 == "" || bang.P99 == "" || len(bang.SHA256) != 64 || bang.Version != "1.0.0" {
 		t.Errorf("bang: %+v", bang)
 	}
+	if bang.LastLoad != "ok" || broken.LastLoad != "failed" {
+		t.Errorf("lastLoad: %q, %q", bang.LastLoad, broken.LastLoad)
+	}
 	if broken.State != plugin.StateFailed || !strings.Contains(broken.Error, "abi") {
 		t.Errorf("broken: %+v", broken)
 	}

@@ -22,6 +22,10 @@ type PluginStatus struct {
 	// Error says why the file failed, or why a replacement was refused
 	// while the previous version keeps serving.
 	Error string `json:"error,omitempty"`
+	// LastLoad is "failed" when the file's last load failed — for a loaded
+	// plugin, a refused replacement while the previous version serves —
+	// else "ok".
+	LastLoad string `json:"lastLoad"`
 	// Version, Kinds, SHA256, FailurePolicy and Order are the serving
 	// version's.
 	Version       string            `json:"version,omitempty"`
@@ -46,7 +50,10 @@ func (e *Extension) Status() []PluginStatus {
 	infos := e.mgr.Plugins()
 	out := make([]PluginStatus, 0, len(infos))
 	for _, in := range infos {
-		s := PluginStatus{File: in.Path, Name: in.Name, State: in.State, Error: in.Error}
+		s := PluginStatus{File: in.Path, Name: in.Name, State: in.State, Error: in.Error, LastLoad: "ok"}
+		if in.Error != "" {
+			s.LastLoad = "failed"
+		}
 		if in.State == plugin.StateLoaded {
 			t := in.LoadedAt
 			s.Version, s.Kinds, s.SHA256, s.FailurePolicy, s.Order, s.LoadedAt = in.Version, in.Kinds, in.SHA256, in.FailurePolicy, in.Order, &t
