@@ -94,8 +94,8 @@ func testFigures(t *testing.T, a *agent) {
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	p50, p99 := lat[len(lat)/2], lat[(len(lat)*99+99)/100-1]
-	t.Logf("FIGURE runtime=%s pods=%d created→Running (watch): p50 %v p99 %v max %v",
-		*runtimeFlag, n, p50.Round(time.Millisecond), p99.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	t.Logf("FIGURE runtime=%s pods=%d created→Running (watch): min %v p50 %v p99 %v max %v",
+		*runtimeFlag, n, lat[0].Round(time.Millisecond), p50.Round(time.Millisecond), p99.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 	if p99 > 5*time.Second {
 		t.Errorf("p99 %v is over the Kubernetes SLO of 5 s", p99)
 	}
