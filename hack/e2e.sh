@@ -13,7 +13,8 @@
 #      mounts, the CNI bridge), so a failing test leaves the machine clean.
 #
 # Environment: E2E_RUNTIMES (default "containerd embedded"), E2E_RUN (a -run
-# pattern), E2E_TIMEOUT (default 30m), KEEP_BASE=1 keeps logs after the run.
+# pattern), E2E_TIMEOUT (default 30m), E2E_AGENT_FLAGS and E2E_AGENT_ENV (extra
+# flags and environment for every `wasmlet run`), KEEP_BASE=1 keeps logs.
 # Assumes hack/install-deps.sh ran (the Makefile's test and e2e targets do it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -95,7 +96,8 @@ suite() { # RUNTIME ENDPOINT IMAGE EXTRA-ARGS...
   log "suite against $rt ($ep)"
   mkdir -p "$base/$rt"
   (cd cmd/wasmlet/e2e && "$out/bin/e2e.test" -test.v -test.count=1 -test.timeout "${E2E_TIMEOUT:-30m}" \
-    ${E2E_RUN:+-test.run "$E2E_RUN"} \
+    ${E2E_RUN:+-test.run "$E2E_RUN"} ${E2E_AGENT_FLAGS:+-agent-flags "$E2E_AGENT_FLAGS"} \
+    ${E2E_AGENT_ENV:+-agent-env "$E2E_AGENT_ENV"} \
     -runtime "$rt" -endpoint "$ep" -wasmlet "$repo/bin/wasmlet" -image "$img" \
     -base "$base/$rt" -hack "$repo/hack" "$@") || status=1
 }

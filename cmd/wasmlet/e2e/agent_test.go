@@ -42,6 +42,7 @@ var (
 	ctrdBaseFlag   = flag.String("containerd-base", "", "BASE given to hack/containerd/up.sh; enables the containerd restart case")
 	benchPodsFlag  = flag.Int("bench-pods", 30, "pods in the start-up figure")
 	agentFlagsFlag = flag.String("agent-flags", "", "extra flags for every `wasmlet run`, space separated")
+	agentEnvFlag   = flag.String("agent-env", "", "extra environment (NAME=value, space separated) for every `wasmlet run`, e.g. GOGC=50")
 )
 
 // nodeName is every agent's node name: static pods are named <pod>-<nodeName>.
@@ -165,6 +166,7 @@ func (a *agent) start(t testing.TB) {
 	fmt.Fprintf(out, "==== e2e: %s %s\n", *wasmletFlag, strings.Join(args, " "))
 	cmd := exec.Command(*wasmletFlag, args...)
 	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = append(os.Environ(), strings.Fields(*agentEnvFlag)...)
 	// The agent dies with the suite, whatever kills it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -41,13 +41,14 @@ func TestPlugins(t *testing.T) {
 	cleanRuntime(t)
 	t.Cleanup(func() { cleanRuntime(t) })
 	srv := newPodServer(t)
+	srv.setRaw([]byte(`{"apiVersion":"v1","kind":"PodList","items":[]}`))
 	a := newAgent(t, "plugins", *endpointFlag)
 	pd := &pluginDir{dir: filepath.Join(a.dir, "plugins")}
 	if err := os.MkdirAll(pd.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	pd.install(t, "url-source", nil, func(m *abi.Manifest) {
-		m.Config = map[string]string{"url": srv.url(), "interval": "1s", "timeout": "2s"}
+		m.Config = map[string]string{"url": srv.url(), "pollInterval": "1s", "timeout": "2s"}
 	})
 	pd.install(t, "no-privileged", nil, nil)
 	pd.install(t, "image-allowlist", nil, func(m *abi.Manifest) { m.Config["allowed"] = registryOf(*imageFlag) })
@@ -88,10 +89,7 @@ func testURLSource(t *testing.T, a *agent, _ *pluginDir, srv *podServer) {
 	if src := p.Annotations[config.AnnotationSource]; src != "url-source" {
 		t.Errorf("config.source = %q, want url-source", src)
 	}
-	eventually(t, 30*time.Second, "url-v1 in the container log", func() (bool, string) {
-		l := a.containerLog(p, "main", 0)
-		return strings.Contains(l, "url-v1"), tail(l, 200)
-	})
+	readFileEventually(t, a.containerLog(p, "main", 0), "url-v1", 30*time.Second)
 
 	srv.set(t, newPod("fromurl", v1.RestartPolicyAlways, box("main", "log", "200ms", "url-v2")))
 	p2 := a.waitPod(t, "fromurl", 2*time.Minute, "running with the changed args", func(p *v1.Pod) bool {
@@ -138,10 +136,7 @@ func testNoPrivilegedAndInjectEnv(t *testing.T, a *agent, _ *pluginDir, _ *podSe
 		t.Errorf("the rejected pod has %d containers in the runtime", len(cs))
 	}
 	p := a.waitRunning(t, "plain", 2*time.Minute)
-	eventually(t, 30*time.Second, "inject-env's variable in the container's output", func() (bool, string) {
-		l := a.containerLog(p, "main", 0)
-		return strings.Contains(l, "WASMLET_E2E=injected-by-plugin"), tail(l, 200)
-	})
+	readFileEventually(t, a.containerLog(p, "main", 0), "WASMLET_E2E=injected-by-plugin", 30*time.Second)
 	cs := podContainers(t, "plain")
 	if len(cs) == 0 || cs[len(cs)-1].Labels["wasmlet.io/injected"] != "true" {
 		t.Errorf("inject-env's label is not on the CRI container: %v", cs)
@@ -153,7 +148,21 @@ func testNoPrivilegedAndInjectEnv(t *testing.T, a *agent, _ *pluginDir, _ *podSe
 // the agent stays up.
 func testFaultyPlugins(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
 	wasm := buildGoguest(t, a.dir)
-	defer pd.uninstall(t, "faulty")
+	defer func() {
+		pd.uninstall(t, "faulty")
+		eventually(t, time.Minute, "/plugins without faulty", func() (bool, string) {
+			ps, err := a.plugins()
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, s := range ps {
+				if s.Name == "faulty" || strings.Contains(s.File, "faulty") {
+					return false, fmt.Sprintf("%+v", s)
+				}
+			}
+			return true, ""
+		})
+	}()
 	for i, fault := range []string{"panic", "spin", "bomb"} {
 		for j, policy := range []abi.FailurePolicy{abi.FailurePolicyFail, abi.FailurePolicyIgnore} {
 			version := fmt.Sprintf("1.%d.%d", i, j)
