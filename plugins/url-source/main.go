@@ -13,7 +13,8 @@
 // Config:
 //
 //	url: http://127.0.0.1:8080/pods.yaml   # its host must be in permissions.allowedHosts; empty disables the source
-//	interval: 20s                          # poll interval (the kubelet's http-check-frequency)
+//	pollInterval: 20s                      # poll interval (the kubelet's http-check-frequency); the host
+//	                                       # reads it too, for the polls after a failed one
 //	timeout: 10s                           # per request; bounded by the manifest's permissions.timeout
 //	header: "Authorization=Bearer x"       # optional request headers, NAME=value lines
 package main
@@ -42,7 +43,7 @@ type urlSource struct{}
 
 // Poll fetches the URL.
 func (urlSource) Poll(req sdk.SourceRequest) (sdk.SourceResult, error) {
-	interval := duration("interval", 20*time.Second)
+	interval := duration("pollInterval", 20*time.Second)
 	res := sdk.SourceResult{NextPoll: interval}
 	url, _ := sdk.Config("url")
 	if url == "" {

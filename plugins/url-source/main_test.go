@@ -87,7 +87,7 @@ func TestURLSource_Poll(t *testing.T) {
 	status.Store(200)
 	body.Store(podYAML)
 	h := &sdk.NativeHost{
-		Config: map[string]string{"url": "http://example.test/pods", "interval": "3s"},
+		Config: map[string]string{"url": "http://example.test/pods", "pollInterval": "3s"},
 		KV:     map[string][]byte{},
 		HTTP: func(r sdk.HTTPRequest) sdk.HTTPResponse {
 			lastINM.Store(r.Headers["If-None-Match"])
