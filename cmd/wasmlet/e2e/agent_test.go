@@ -260,7 +260,11 @@ func (a *agent) get(path string) (int, []byte, error) {
 
 // metric returns the sum over all label sets of a metric in /metrics
 // (Prometheus text format).
-func (a *agent) metric(name string) (float64, error) {
+func (a *agent) metric(name string) (float64, error) { return a.metricWhere(name, "") }
+
+// metricWhere is metric summed only over the label sets containing match,
+// e.g. `result="reject"`.
+func (a *agent) metricWhere(name, match string) (float64, error) {
 	code, b, err := a.get("/metrics")
 	if err != nil {
 		return 0, err
@@ -275,6 +279,9 @@ func (a *agent) metric(name string) (float64, error) {
 	}
 	sum := 0.0
 	for _, m := range ms {
+		if !bytes.Contains(m[0], []byte(match)) {
+			continue
+		}
 		v, err := strconv.ParseFloat(string(m[1]), 64)
 		if err != nil {
 			return 0, fmt.Errorf("/metrics %s: %w", name, err)

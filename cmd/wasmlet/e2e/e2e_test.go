@@ -15,6 +15,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -39,6 +40,7 @@ func TestE2E(t *testing.T) {
 			{"InitContainers", testInitContainers},
 			{"GracefulKill", testGracefulKill},
 			{"BrokenManifest", testBrokenManifest},
+			{"AdmissionReject", testAdmissionReject},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
@@ -432,6 +434,28 @@ func testBrokenManifest(t *testing.T, a *agent) {
 	a.remove(t, "broken-manifest.yaml")
 	a.remove(t, "bystander.yaml")
 	a.waitGone(t, "bystander", 60*time.Second)
+}
+
+// Admission: a pod requesting more CPU than the node has is rejected by
+// the resource-fit admitter — phase Failed with the kubelet's reason, an
+// event in the log, a metric — and nothing of it reaches the runtime.
+func testAdmissionReject(t *testing.T, a *agent) {
+	c := box("main", "sleep", "inf")
+	c.Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1000")}
+	a.write(t, "toobig.yaml", newPod("toobig", v1.RestartPolicyAlways, c))
+	got := a.waitPod(t, "toobig", 60*time.Second, "Failed (rejected)", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if got.Status.Reason != "OutOfcpu" || !strings.Contains(got.Status.Message, "cpu") {
+		t.Errorf("pod %s: reason %q message %q, want OutOfcpu and a message about cpu", got.Name, got.Status.Reason, got.Status.Message)
+	}
+	eventually(t, 30*time.Second, "the rejection in the agent's log and metrics", func() (bool, string) {
+		v, err := a.metricWhere("wasmlet_admission_results_total", `result="reject"`)
+		return a.logContains(staticName("toobig")) && err == nil && v > 0, fmt.Sprint(v, err)
+	})
+	if n := len(podSandboxes(t, "toobig")); n != 0 {
+		t.Errorf("pod %s: %d sandboxes in the runtime; a rejected pod must not run", got.Name, n)
+	}
+	a.remove(t, "toobig.yaml")
+	a.waitGone(t, "toobig", 60*time.Second)
 }
 
 // 5. The agent killed with 10 pods running and started again → no
