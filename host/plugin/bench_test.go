@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/meter/metertest"
 )
 
 var benchModes = []DeadlineMode{DeadlineNone, DeadlineMeter, DeadlineCloseOnDone}
@@ -43,34 +42,9 @@ func pod4K() []byte {
 	return req
 }
 
-// threadCPU reports the CPU time the calling OS thread has used. On a
-// machine shared with other builds, wall-clock ns/op swings 2x between runs;
-// the benchmarks below also report cpu-ns/op, the benchmark thread's own CPU
-// time per op (runtime.LockOSThread keeps the goroutine on that thread).
-func threadCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// rusageThread is RUSAGE_THREAD (Linux).
-const rusageThread = 1
-
-// loop runs f b.N times on a locked thread and reports cpu-ns/op.
-func loop(b *testing.B, f func() error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	b.ResetTimer()
-	cpu := threadCPU()
-	for i := 0; i < b.N; i++ {
-		if err := f(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(threadCPU()-cpu)/float64(b.N), "cpu-ns/op")
-}
+// On a machine shared with other builds, wall-clock ns/op swings 2x between
+// runs; the benchmarks below run under metertest.Loop, which also reports
+// cpu-ns/op, the benchmark thread's own CPU time per op.
 
 // BenchmarkPlugin_Call measures the host's overhead per call: an export that
 // returns a constant at once (ok.wasm's source), raw bytes in and out.
@@ -81,7 +55,7 @@ func BenchmarkPlugin_Call(b *testing.B) {
 			p := load(b, "testdata/wat/ok.wasm", Config{Deadline: mode})
 			ctx := context.Background()
 			b.ReportAllocs()
-			loop(b, func() error { _, err := p.Call(ctx, abi.KindSource, in); return err })
+			metertest.Loop(b, func() error { _, err := p.Call(ctx, abi.KindSource, in); return err })
 		})
 	}
 }
@@ -95,7 +69,7 @@ func BenchmarkDeadline(b *testing.B) {
 	for _, mode := range benchModes {
 		b.Run("wat-loop/"+string(mode), func(b *testing.B) {
 			p := load(b, "testdata/wat/work.wasm", Config{Deadline: mode})
-			loop(b, func() error { _, err := p.Call(ctx, abi.KindAdmission, pod); return err })
+			metertest.Loop(b, func() error { _, err := p.Call(ctx, abi.KindAdmission, pod); return err })
 		})
 	}
 	for _, mode := range benchModes {
@@ -104,7 +78,7 @@ func BenchmarkDeadline(b *testing.B) {
 			if _, err := p.Call(ctx, abi.KindAdmission, pod); err != nil {
 				b.Fatal(err)
 			}
-			loop(b, func() error { _, err := p.Call(ctx, abi.KindAdmission, pod); return err })
+			metertest.Loop(b, func() error { _, err := p.Call(ctx, abi.KindAdmission, pod); return err })
 		})
 	}
 	// wazero's interpreter, for comparison (raw wazero, same loop).
@@ -121,7 +95,7 @@ func BenchmarkDeadline(b *testing.B) {
 				b.Fatal(err)
 			}
 			f := mod.ExportedFunction(abi.ExportAdmit)
-			loop(b, func() error {
+			metertest.Loop(b, func() error {
 				cctx, cancel := context.WithTimeout(ctx, time.Minute)
 				defer cancel()
 				_, err := f.Call(cctx, api.EncodeU32(1024), 0)
@@ -140,7 +114,7 @@ func BenchmarkLoad(b *testing.B) {
 	wasm := goGuest(b)
 	ctx := context.Background()
 	b.Run("go/cold", func(b *testing.B) {
-		loop(b, func() error {
+		metertest.Loop(b, func() error {
 			p, err := Load(ctx, LoadConfig{Path: wasm, Config: Config{CacheDir: filepath.Join(b.TempDir(), "cache")}})
 			if err != nil {
 				return err
@@ -155,7 +129,7 @@ func BenchmarkLoad(b *testing.B) {
 			b.Fatal(err)
 		}
 		p.Close(ctx)
-		loop(b, func() error {
+		metertest.Loop(b, func() error {
 			p, err := Load(ctx, LoadConfig{Path: wasm, Config: Config{CacheDir: cache}})
 			if err != nil {
 				return err
@@ -226,7 +200,7 @@ func BenchmarkExtism(b *testing.B) {
 		b.Run(string(mode), func(b *testing.B) {
 			p := load(b, "testdata/wat/extism.wasm", Config{Deadline: mode})
 			b.ReportAllocs()
-			loop(b, func() error { _, err := p.Call(ctx, abi.KindAdmission, in); return err })
+			metertest.Loop(b, func() error { _, err := p.Call(ctx, abi.KindAdmission, in); return err })
 		})
 	}
 }
