@@ -2,6 +2,7 @@ package wasiruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,8 +13,11 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wasmlet/wasmlet/host/meter"
+	"github.com/wasmlet/wasmlet/host/meter/metertest"
 )
 
 // BenchmarkRuntime_StartContainer measures what the agent waits for when it
@@ -85,39 +89,68 @@ func rss(b testing.TB) int64 {
 	return pages * int64(os.Getpagesize())
 }
 
-// BenchmarkCloseOnContextDone measures what WithCloseOnContextDone (the only
-// way to stop a module that never calls the host) costs guest code: testbox
-// touching 16 MiB byte by byte, with and without it.
-func BenchmarkCloseOnContextDone(b *testing.B) {
-	wasm, err := os.ReadFile(testboxWasm)
+// BenchmarkStop measures what each way of making a workload stoppable costs
+// its code, in one run: testbox touching 16 MiB byte by byte (Go's runtime
+// start included), run as the runtime runs it (_start under a cancellable
+// context), with no stop mechanism ("none": the module could not be
+// stopped), metered (the default: the meter's tick ends it), and with
+// WithCloseOnContextDone (the fallback for modules the meter refuses).
+// The machine is shared and loaded, so besides wall-clock ns/op it reports
+// cpu-ns/op (metertest.Loop): the CPU time of the benchmark's own thread,
+// where the guest runs.
+func BenchmarkStop(b *testing.B) {
+	ctx := context.Background()
+	orig, err := os.ReadFile(testboxWasm)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cache, err := wazero.NewCompilationCacheWithDir(testCache)
+	wz, err := newEngines(ctx, testCache)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, on := range []bool{false, true} {
-		b.Run(fmt.Sprintf("on=%v", on), func(b *testing.B) {
-			ctx := context.Background()
-			r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache).WithCloseOnContextDone(on))
-			defer r.Close(ctx)
-			wasi_snapshot_preview1.MustInstantiate(ctx, r)
-			mod, err := r.CompileModule(ctx, wasm)
+	defer wz.close(ctx)
+	metered, err := wz.meter.Rewrite(orig, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	modes := []struct {
+		name    string
+		rt      wazero.Runtime
+		wasm    []byte
+		metered bool
+	}{
+		{"none", wz.metered, orig, false}, // no checks compiled in, no probes
+		{"meter", wz.metered, metered, true},
+		{"close-on-done", wz.closing, orig, false},
+	}
+	for _, m := range modes {
+		b.Run(m.name, func(b *testing.B) {
+			mod, err := m.rt.CompileModule(ctx, m.wasm)
 			if err != nil {
 				b.Fatal(err)
 			}
-			cfg := wazero.NewModuleConfig().WithName("").WithArgs("testbox", "oom", "16")
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				m, err := r.InstantiateModule(ctx, mod, cfg)
-				if err != nil && !strings.Contains(err.Error(), "exit_code(0)") {
-					b.Fatal(err)
+			defer mod.Close(ctx)
+			cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().WithArgs("testbox", "oom", "16")
+			metertest.Loop(b, func() error {
+				runCtx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				callCtx := runCtx
+				if m.metered {
+					call := &meter.Call{}
+					call.Arm(runCtx, 0)
+					callCtx = meter.WithCall(runCtx, call)
 				}
-				if m != nil {
-					m.Close(ctx)
+				inst, err := m.rt.InstantiateModule(callCtx, mod, cfg)
+				if err != nil {
+					return err
 				}
-			}
+				defer inst.Close(ctx)
+				_, err = inst.ExportedFunction("_start").Call(callCtx)
+				if exit := (*sys.ExitError)(nil); errors.As(err, &exit) && exit.ExitCode() == 0 {
+					return nil
+				}
+				return err
+			})
 		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/wasmlet/wasmlet/host/meter"
 	"github.com/wasmlet/wasmlet/host/wasiruntime/image"
 )
 
@@ -24,14 +25,16 @@ import (
 type compiled struct {
 	done     chan struct{}
 	mod      wazero.CompiledModule
-	minBytes uint64 // the module's initial linear memory
+	rt       wazero.Runtime // where mod was compiled: engines.metered or engines.closing
+	metered  bool           // mod is metered: run it under a meter.Call
+	minBytes uint64         // the module's initial linear memory
 	err      error
 }
 
 // moduleCache compiles each image once (the wazero compilation cache on disk
 // makes a recompile after a restart cheap) and keeps the result in memory.
 type moduleCache struct {
-	wr      wazero.Runtime
+	wz      *engines
 	log     hclog.Logger
 	observe prometheus.Observer // compile durations; may be nil
 
@@ -39,8 +42,8 @@ type moduleCache struct {
 	m  map[string]*compiled // by image ID
 }
 
-func newModuleCache(wr wazero.Runtime, log hclog.Logger, compile prometheus.Observer) *moduleCache {
-	return &moduleCache{wr: wr, log: log, observe: compile, m: map[string]*compiled{}}
+func newModuleCache(wz *engines, log hclog.Logger, compile prometheus.Observer) *moduleCache {
+	return &moduleCache{wz: wz, log: log, observe: compile, m: map[string]*compiled{}}
 }
 
 // get returns the compiled module of img, compiling it the first time; a
@@ -52,7 +55,7 @@ func (mc *moduleCache) get(ctx context.Context, img image.Image, name string) (*
 		c = &compiled{done: make(chan struct{})}
 		mc.m[img.ID] = c
 		mc.mu.Unlock()
-		c.mod, c.minBytes, c.err = mc.compile(img, name)
+		c.err = mc.compile(c, img, name)
 		if c.err != nil {
 			mc.mu.Lock()
 			delete(mc.m, img.ID) // let a fixed image be retried
@@ -70,30 +73,38 @@ func (mc *moduleCache) get(ctx context.Context, img image.Image, name string) (*
 	return c, c.err
 }
 
-func (mc *moduleCache) compile(img image.Image, name string) (wazero.CompiledModule, uint64, error) {
+// compile meters and compiles an image into c; a module the meter cannot
+// rewrite is compiled as it is, for the close-on-context-done runtime.
+func (mc *moduleCache) compile(c *compiled, img image.Image, name string) error {
 	b, err := os.ReadFile(img.Path)
 	if err != nil {
-		return nil, 0, fmt.Errorf("image %s: %w", name, err)
+		return fmt.Errorf("image %s: %w", name, err)
 	}
 	ctx := context.Background()
 	start := time.Now()
-	mod, err := mc.wr.CompileModule(ctx, b)
+	c.rt = mc.wz.closing
+	if m, err := mc.wz.meter.Rewrite(b, strings.TrimPrefix(img.ID, "sha256:")); err == nil {
+		b, c.rt, c.metered = m, mc.wz.metered, true
+	} else {
+		mc.log.Info("module not metered: it runs with close-on-context-done (slower)", "image", name, "id", img.ID, "reason", err)
+	}
+	mod, err := c.rt.CompileModule(ctx, b)
 	if mc.observe != nil {
 		mc.observe.Observe(time.Since(start).Seconds())
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("image %s (%s) is not a valid Wasm module: %w", name, img.ID, err)
+		return fmt.Errorf("image %s (%s) is not a valid Wasm module: %w", name, img.ID, err)
 	}
-	if err := checkWASICommand(mod); err != nil {
+	if err := checkWASICommand(mod, c.metered); err != nil {
 		mod.Close(ctx)
-		return nil, 0, fmt.Errorf("image %s (%s) is not a WASI command module: %w", name, img.ID, err)
+		return fmt.Errorf("image %s (%s) is not a WASI command module: %w", name, img.ID, err)
 	}
-	var minBytes uint64
+	c.mod = mod
 	if m, ok := mod.ExportedMemories()["memory"]; ok {
-		minBytes = uint64(m.Min()) << 16
+		c.minBytes = uint64(m.Min()) << 16
 	}
-	mc.log.Debug("compiled image", "image", name, "id", img.ID, "duration", time.Since(start))
-	return mod, minBytes, nil
+	mc.log.Debug("compiled image", "image", name, "id", img.ID, "metered", c.metered, "duration", time.Since(start))
+	return nil
 }
 
 // forget drops the compiled module of an image ID.
@@ -111,8 +122,9 @@ func (mc *moduleCache) forget(id string) {
 }
 
 // checkWASICommand accepts a module that exports _start and memory and
-// imports nothing but WASI preview 1 functions.
-func checkWASICommand(mod wazero.CompiledModule) error {
+// imports nothing but WASI preview 1 functions (and, if metered, the
+// meter's tick, which the rewrite added).
+func checkWASICommand(mod wazero.CompiledModule, metered bool) error {
 	if _, ok := mod.ExportedFunctions()["_start"]; !ok {
 		return fmt.Errorf("it exports no _start function (a WASI reactor or a library, not a command)")
 	}
@@ -122,7 +134,7 @@ func checkWASICommand(mod wazero.CompiledModule) error {
 	var bad []string
 	for _, f := range mod.ImportedFunctions() {
 		m, n, _ := f.Import()
-		if m != wasi_snapshot_preview1.ModuleName {
+		if m != wasi_snapshot_preview1.ModuleName && !(metered && m == meter.ImportModule) {
 			bad = append(bad, m+"."+n)
 		}
 	}

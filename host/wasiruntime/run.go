@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wasmlet/wasmlet/host/meter"
 )
 
 // Exit codes the runtime reports for ends the module did not choose, in the
@@ -168,7 +170,14 @@ func (r *Runtime) execute(ctx context.Context, c *container, cm *compiled, mc wa
 	if limit != nil && cm.minBytes > limit.limit {
 		return exitKilled, "OOMKilled", fmt.Sprintf("the module's initial memory (%d bytes) exceeds the memory limit (%d bytes)", cm.minBytes, limit.limit)
 	}
-	mod, err := r.wr.InstantiateModule(ctx, cm.mod, mc)
+	if cm.metered {
+		// The meter's tick ends the module once ctx (cancelled by a stop)
+		// is done.
+		call := &meter.Call{}
+		call.Arm(ctx, 0)
+		ctx = meter.WithCall(ctx, call)
+	}
+	mod, err := cm.rt.InstantiateModule(ctx, cm.mod, mc)
 	if err != nil {
 		return exitFailed, "Error", fmt.Sprintf("instantiate: %v", err)
 	}
@@ -181,6 +190,8 @@ func (r *Runtime) execute(ctx context.Context, c *container, cm *compiled, mc wa
 	var exit *sys.ExitError
 	switch {
 	case err == nil:
+	case errors.Is(err, meter.ErrStopped):
+		code, msg = exitKilled, "stopped by the runtime"
 	case errors.As(err, &exit):
 		code = int(exit.ExitCode())
 		if code == int(sys.ExitCodeContextCanceled) || code == int(sys.ExitCodeDeadlineExceeded) {
@@ -201,10 +212,11 @@ func (r *Runtime) execute(ctx context.Context, c *container, cm *compiled, mc wa
 // errStuck is returned when a module outlives even its forced close.
 var errStuck = errors.New("the module did not end after being closed")
 
-// stopContainer ends a running container: its context is cancelled (which
-// closes the module at its next function call, loop iteration or sleep), and
-// after timeout (at least a second) the module is closed outright. It
-// returns when the container has exited.
+// stopContainer ends a running container: its context is cancelled (a
+// metered module ends at the meter's next tick, within 4096 function entries
+// or loop iterations; an unmetered one at its next function call or loop
+// iteration; a sleep wakes first), and after timeout (at least a second) the
+// module is closed outright. It returns when the container has exited.
 func (r *Runtime) stopContainer(c *container, timeout time.Duration) error {
 	c.mu.Lock()
 	if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING || c.cancel == nil {

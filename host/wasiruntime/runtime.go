@@ -38,6 +38,7 @@ import (
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/wasmlet/wasmlet/host/meter"
 	"github.com/wasmlet/wasmlet/host/wasiruntime/image"
 )
 
@@ -74,8 +75,7 @@ type Runtime struct {
 	podIP  string
 	state  *stateDir
 
-	wr      wazero.Runtime
-	cache   wazero.CompilationCache
+	wz      *engines
 	modules *moduleCache
 	metrics *metrics
 
@@ -134,7 +134,7 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("wasiruntime: metrics: %w", err)
 	}
 	ctx := context.Background()
-	wr, cache, err := newWazero(ctx, cfg.CacheDir)
+	wz, err := newEngines(ctx, cfg.CacheDir)
 	if err != nil {
 		return nil, err
 	}
@@ -149,40 +149,79 @@ func New(cfg Config) (*Runtime, error) {
 		images:     images,
 		podIP:      podIP,
 		state:      st,
-		wr:         wr,
-		cache:      cache,
+		wz:         wz,
 		sandboxes:  map[string]*sandbox{},
 		containers: map[string]*container{},
 		names:      map[string]string{},
 	}
 	r.metrics = m
-	r.modules = newModuleCache(wr, log, m.compile)
+	r.modules = newModuleCache(wz, log, m.compile)
 	if err := r.load(); err != nil {
-		wr.Close(ctx)
+		wz.close(ctx)
 		return nil, fmt.Errorf("wasiruntime: state %s: %w", st.dir, err)
 	}
 	ok = true
 	return r, nil
 }
 
-// newWazero is the wazero runtime every container runs in, with its
-// compilation cache in cacheDir.
-func newWazero(ctx context.Context, cacheDir string) (wazero.Runtime, wazero.CompilationCache, error) {
+// engines are the wazero runtimes containers run in, sharing one compilation
+// cache. A module is metered (package meter) when the rewriter handles it,
+// and runs in metered: the meter's tick ends it when its container is
+// stopped. A module the rewriter refuses runs in closing, with
+// WithCloseOnContextDone, which stops it too at a higher cost (see
+// RATIONALE.md, "The embedded runtime").
+type engines struct {
+	metered wazero.Runtime
+	closing wazero.Runtime
+	cache   wazero.CompilationCache
+	meter   meter.Config
+}
+
+// newEngines creates both runtimes, with WASI, the compilation cache in
+// cacheDir and the metered modules kept there too.
+func newEngines(ctx context.Context, cacheDir string) (*engines, error) {
 	cache, err := wazero.NewCompilationCacheWithDir(cacheDir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("wasiruntime: compilation cache %s: %w", cacheDir, err)
+		return nil, fmt.Errorf("wasiruntime: compilation cache %s: %w", cacheDir, err)
 	}
-	// WithCloseOnContextDone is what lets StopContainer end a guest that
-	// never calls the host (see RATIONALE.md, "The embedded runtime").
-	wr := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
-		WithCompilationCache(cache).
-		WithCloseOnContextDone(true))
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, wr); err != nil {
-		wr.Close(ctx)
-		cache.Close(ctx)
-		return nil, nil, fmt.Errorf("wasiruntime: WASI: %w", err)
+	e := &engines{cache: cache, meter: meter.Config{CacheDir: cacheDir}}
+	for _, closeOnDone := range []bool{false, true} {
+		wr := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().
+			WithCompilationCache(cache).
+			WithCloseOnContextDone(closeOnDone))
+		if closeOnDone {
+			e.closing = wr
+		} else {
+			e.metered = wr
+		}
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, wr); err != nil {
+			e.close(ctx)
+			return nil, fmt.Errorf("wasiruntime: WASI: %w", err)
+		}
+		if !closeOnDone {
+			if err := e.meter.Instantiate(ctx, wr); err != nil {
+				e.close(ctx)
+				return nil, fmt.Errorf("wasiruntime: meter: %w", err)
+			}
+		}
 	}
-	return wr, cache, nil
+	return e, nil
+}
+
+// close releases the runtimes and the compilation cache.
+func (e *engines) close(ctx context.Context) error {
+	var err error
+	for _, wr := range []wazero.Runtime{e.metered, e.closing} {
+		if wr != nil {
+			if cerr := wr.Close(ctx); err == nil {
+				err = cerr
+			}
+		}
+	}
+	if cerr := e.cache.Close(ctx); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Precompile compiles an image of the runtime rooted at rootDir into its
@@ -198,13 +237,12 @@ func Precompile(ctx context.Context, rootDir, ref string) error {
 	if err != nil {
 		return err
 	}
-	wr, cache, err := newWazero(ctx, filepath.Join(rootDir, "cache"))
+	wz, err := newEngines(ctx, filepath.Join(rootDir, "cache"))
 	if err != nil {
 		return err
 	}
-	defer cache.Close(ctx)
-	defer wr.Close(ctx)
-	_, err = newModuleCache(wr, hclog.NewNullLogger(), nil).get(ctx, img, ref)
+	defer wz.close(ctx)
+	_, err = newModuleCache(wz, hclog.NewNullLogger(), nil).get(ctx, img, ref)
 	return err
 }
 
@@ -290,10 +328,7 @@ func (r *Runtime) Close() error {
 		for _, c := range cs {
 			r.stopContainer(c, 0)
 		}
-		err = r.wr.Close(context.Background())
-		if cerr := r.cache.Close(context.Background()); err == nil {
-			err = cerr
-		}
+		err = r.wz.close(context.Background())
 		r.lock.Close()
 		r.log.Info("runtime closed", "containers_stopped", len(cs))
 	})
