@@ -204,7 +204,8 @@ func validateRunConfig(c agent.Config, lo logOptions) error {
 	for name, d := range map[string]time.Duration{
 		"file-check-frequency": c.FileCheckFrequency, "runtime-request-timeout": c.RuntimeRequestTimeout,
 		"sync-frequency": c.SyncFrequency, "housekeeping-interval": c.HousekeepingInterval,
-		"pleg-relist-period": c.PLEGRelistPeriod,
+		"pleg-relist-period":           c.PLEGRelistPeriod,
+		"node-status-update-frequency": c.NodeStatusUpdateFrequency, "node-status-report-frequency": c.NodeStatusReportFrequency,
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, not %v", name, d))

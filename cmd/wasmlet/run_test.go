@@ -51,6 +51,9 @@ address: 0.0.0.0
 readOnlyPort: 10256
 logLevel: debug
 logJSON: true
+kubeconfig: /etc/wasmlet/node.kubeconfig
+nodeStatusUpdateFrequency: 20s
+nodeStatusReportFrequency: 1m
 `)
 	readOnlyOff := writeFile(t, dir, "off.yaml", "kind: WasmletConfiguration\nreadOnlyPort: 0\n")
 	typo := writeFile(t, dir, "typo.yaml", "kind: WasmletConfiguration\nstaticPodPaht: /x\n")
@@ -91,7 +94,9 @@ logJSON: true
 			want := agent.Config{NodeName: "node-a", StaticPodPath: "/etc/wasmlet/manifests", FileCheckFrequency: 5 * time.Second,
 				PluginDir: "/etc/wasmlet/plugins", RuntimeEndpoint: "unix:///run/containerd/containerd.sock", ImageEndpoint: "unix:///run/images.sock",
 				RuntimeRequestTimeout: 30 * time.Second, RootDir: "/srv/wasmlet", PodLogsDir: "/srv/logs", SyncFrequency: 30 * time.Second,
-				HousekeepingInterval: 3 * time.Second, PLEGRelistPeriod: 500 * time.Millisecond, MaxPods: 50, Address: "0.0.0.0", ReadOnlyPort: 10256}
+				HousekeepingInterval: 3 * time.Second, PLEGRelistPeriod: 500 * time.Millisecond, MaxPods: 50, Address: "0.0.0.0", ReadOnlyPort: 10256,
+				KubeConfig: "/etc/wasmlet/node.kubeconfig", KubeAPIQPS: d.KubeAPIQPS, KubeAPIBurst: d.KubeAPIBurst,
+				NodeStatusUpdateFrequency: 20 * time.Second, NodeStatusReportFrequency: time.Minute}
 			if fmt.Sprint(c) != fmt.Sprint(want) || lo.Level != "debug" || !lo.JSON {
 				return fmt.Sprintf("%+v %+v", c, lo)
 			}
