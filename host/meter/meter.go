@@ -166,9 +166,14 @@ func (cfg Config) Rewrite(wasm []byte, digest string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp := path + ".tmp"
-	if os.WriteFile(tmp, out, 0o600) == nil {
-		os.Rename(tmp, path)
+	// A unique temporary name: another process (wasmlet runtime import)
+	// may be writing the same module.
+	if f, err := os.CreateTemp(cfg.CacheDir, ".wasmlet-meter-*.tmp"); err == nil {
+		_, werr := f.Write(out)
+		if cerr := f.Close(); werr == nil && cerr == nil {
+			os.Rename(f.Name(), path)
+		}
+		os.Remove(f.Name()) // after a successful rename, a no-op
 	}
 	return out, nil
 }

@@ -1,5 +1,5 @@
 ;; shift: exercises every place the deadline meter must renumber functions
-;; (meter_test.go runs it before and after metering and compares): an
+;; (rewrite_test.go runs it before and after metering and compares): an
 ;; imported function, an active element segment, a declarative one, a
 ;; funcref global initialised with ref.func, a start function, exports,
 ;; call, call_indirect and table.set; plus a loop long enough to tick.
