@@ -21,17 +21,19 @@ const MinimumGracePeriod int64 = 2
 const DefaultGracePeriod int64 = 30
 
 // KillPod stops the pod's running containers in parallel, each with its
-// grace period (PreStop first), then its ready sandboxes, then calls the
-// PodTerminated hook. pod may be nil for a pod known only to the runtime;
-// gracePeriodOverride, when set, replaces every grace period.
+// grace period (PreStop first), then its ready sandboxes, then — if it
+// stopped anything — calls the PodTerminated hook. pod may be nil for a
+// pod known only to the runtime; gracePeriodOverride, when set, replaces
+// every grace period.
 func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, gracePeriodOverride *int64) error {
 	if status == nil {
 		return nil
 	}
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		errs    []error
+		stopped bool // something was running: PodTerminated is due
 	)
 	for _, cs := range status.Containers {
 		if cs.State != StateRunning && cs.State != StateCreated && cs.State != StateUnknown {
@@ -41,6 +43,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, g
 		if pod != nil {
 			spec = findSpec(pod, cs.Name)
 		}
+		stopped = true
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -59,6 +62,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, g
 		if !sb.Ready {
 			continue
 		}
+		stopped = true
 		if err := m.rs.StopPodSandbox(ctx, sb.ID); err != nil {
 			errs = append(errs, fmt.Errorf("stop sandbox %s of pod %s/%s: %w", sb.ID, status.Namespace, status.Name, err))
 		}
@@ -66,7 +70,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, g
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if pod != nil && m.cfg.Hooks != nil {
+	if stopped && pod != nil && m.cfg.Hooks != nil {
 		if _, err := m.cfg.Hooks.Hook(ctx, abi.HookPodTerminated, pod, nil); err != nil {
 			m.log.Warn("PodTerminated hook", "pod", pod.Namespace+"/"+pod.Name, "error", err)
 		}

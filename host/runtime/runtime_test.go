@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-client/pkg/fake"
+
+	"github.com/wasmlet/wasmlet/abi"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -332,5 +335,55 @@ func TestManager_SyncPod_NetworkNotReady(t *testing.T) {
 	}
 	if h, err := m.Health(context.Background()); err != nil || !h.RuntimeReady || h.NetworkReady {
 		t.Errorf("health = %+v, %v", h, err)
+	}
+}
+
+// recordingHooks records the hook points called, and adds an env variable
+// and a label at PreCreate.
+type recordingHooks struct {
+	mu     sync.Mutex
+	points []string
+}
+
+func (h *recordingHooks) Hook(_ context.Context, point abi.HookPoint, _ *v1.Pod, c *v1.Container) (*abi.Adjustment, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	name := string(point)
+	if c != nil {
+		name += "/" + c.Name
+	}
+	h.points = append(h.points, name)
+	if point == abi.HookPreCreate {
+		return &abi.Adjustment{Env: []abi.EnvVar{{Name: "INJECTED", Value: "1"}}, Labels: map[string]string{"hooked": "yes"}}, nil
+	}
+	return nil, nil
+}
+
+func TestManager_SyncPod_Hooks(t *testing.T) {
+	m, f := newTestManager(t)
+	h := &recordingHooks{}
+	m.cfg.Hooks = h
+	pod := testPod("h1", v1.RestartPolicyAlways, "a")
+	st, r := syncOnce(t, m, pod, NewBackOff())
+	if r.Error() != nil {
+		t.Fatal(r.Error())
+	}
+	if err := m.KillPod(context.Background(), pod, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	// A second kill stops nothing: no second PodTerminated.
+	if err := m.KillPod(context.Background(), pod, m.mustStatus(t, pod), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := "PreSandbox,PreCreate/a,PostStart/a,PreStop/a,PodTerminated"
+	if got := strings.Join(h.points, ","); got != want {
+		t.Errorf("hook points = %s, want %s", got, want)
+	}
+	f.RuntimeService.Lock()
+	defer f.RuntimeService.Unlock()
+	for _, c := range f.RuntimeService.Containers {
+		if c.Labels["hooked"] != "yes" {
+			t.Errorf("PreCreate label missing: %v", c.Labels)
+		}
 	}
 }
