@@ -2,13 +2,17 @@ package apiserver
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/wasmlet/wasmlet/host/config"
 )
@@ -51,6 +55,9 @@ func waitFor(t *testing.T, ch <-chan config.PodUpdate, want ...string) {
 				t.Fatalf("update %s from %q, want SET from api", u.Op, u.Source)
 			}
 			got := names(u)
+			if len(got) != len(u.Pods) {
+				t.Fatalf("a SET holds a pod twice: %d pods, %d names", len(u.Pods), len(got))
+			}
 			if len(got) == len(want) {
 				ok := true
 				for _, w := range want {
@@ -107,4 +114,65 @@ func TestSource_RunNeedsClientAndNode(t *testing.T) {
 			t.Errorf("Run with %+v: no error", c)
 		}
 	}
+}
+
+// A watch that ends (timeout) and one refused with "410 Gone" (expired
+// resource version) are followed by a relist or re-watch: later changes
+// still arrive, and no SET ever holds a pod twice.
+func TestSource_RunSurvivesWatchEndAndExpiry(t *testing.T) {
+	client := fake.NewClientset(apiPod("a"))
+	var mu sync.Mutex
+	watches := 0
+	var first *watch.FakeWatcher
+	client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		watches++
+		switch watches {
+		case 1:
+			first = watch.NewFake()
+			return true, first, nil
+		case 2:
+			return true, nil, apierrors.NewResourceExpired("too old resource version")
+		}
+		return false, nil, nil // the tracker's own watch from here on
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := make(chan config.PodUpdate)
+	go New(Config{Client: client, NodeName: "n1"}).Run(ctx, ch)
+	waitFor(t, ch, "a")
+	// End the first watch as a server timeout does.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		w := first
+		mu.Unlock()
+		if w != nil {
+			w.Stop()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the source never watched")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Wait for the tracker's watch (the third) to be in place.
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		n := watches
+		mu.Unlock()
+		if n >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d watches after the first ended, want a re-watch after the 410", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, apiPod("b"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ch, "a", "b")
 }
