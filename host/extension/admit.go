@@ -15,41 +15,77 @@ import (
 
 // Admitters returns the admission plugins serving now, in manifest order, as
 // admission.Admitters named after the plugins. It is meant for
-// admission.Config.Extra, which asks at every admission: the returned
-// admitters share one encoding of the request, made by the first that needs
-// it, so a chain of several plugins marshals the pod once.
+// admission.Config.Extra, which asks at every admission. The returned
+// admitters belong to one admission: the first one asked encodes the
+// request once and calls every plugin of the set in parallel, and each
+// admitter then answers with its own plugin's result, so the chain keeps its
+// order (the first denial in manifest order wins) while its latency is that
+// of the slowest plugin rather than the sum of all.
 func (e *Extension) Admitters() []admission.Admitter {
 	ps := e.mgr.Admitters()
 	if len(ps) == 0 {
 		return nil
 	}
-	req := &request{}
+	r := &round{e: e, plugins: ps, results: make([]result, len(ps)), parallel: !e.cfg.SequentialAdmission}
 	out := make([]admission.Admitter, len(ps))
 	for i, p := range ps {
-		out[i] = &admitter{e: e, p: p, req: req}
+		r.results[i].done = make(chan struct{})
+		out[i] = &admitter{round: r, i: i, p: p}
 	}
 	return out
 }
 
-// request is an admission request encoded once for several plugins.
-type request struct {
-	once  sync.Once
-	attrs admission.Attributes
-	req   abi.AdmitRequest
-	err   error
+// round is one admission asked of a set of plugins.
+type round struct {
+	e        *Extension
+	plugins  []*plugin.Plugin
+	parallel bool
+	once     sync.Once
+	attrs    admission.Attributes
+	req      abi.AdmitRequest
+	err      error
+	results  []result
 }
 
-func (r *request) encode(attrs admission.Attributes) (*abi.AdmitRequest, error) {
+// result is one plugin's answer in a round.
+type result struct {
+	done chan struct{}
+	p    *plugin.Plugin // the version that answered
+	resp *abi.AdmitResponse
+	err  error
+}
+
+// start encodes the request once per round and, when parallel, calls every
+// plugin.
+func (r *round) start(ctx context.Context, attrs admission.Attributes) {
 	r.once.Do(func() {
 		r.attrs = attrs
 		r.req, r.err = encodeAdmit(attrs)
+		if !r.parallel {
+			return
+		}
+		for i, p := range r.plugins {
+			res := &r.results[i]
+			if r.err != nil {
+				res.p, res.err = p, r.err
+				close(res.done)
+				continue
+			}
+			go func() {
+				defer close(res.done)
+				res.p, res.resp, res.err = admit(ctx, r.e, p, &r.req)
+			}()
+		}
 	})
-	if r.attrs.Pod != attrs.Pod || r.attrs.Node != attrs.Node || len(r.attrs.Pods) != len(attrs.Pods) {
-		// Not the admission this set of admitters was made for.
-		req, err := encodeAdmit(attrs)
-		return &req, err
-	}
-	return &r.req, r.err
+}
+
+func admit(ctx context.Context, e *Extension, p *plugin.Plugin, req *abi.AdmitRequest) (*plugin.Plugin, *abi.AdmitResponse, error) {
+	return retryClosed(e, p, func(p *plugin.Plugin) (*abi.AdmitResponse, error) { return p.Admit(ctx, req) })
+}
+
+// same reports whether attrs are the admission the round was started for.
+func (r *round) same(attrs admission.Attributes) bool {
+	return r.attrs.Pod == attrs.Pod && r.attrs.Node == attrs.Node && len(r.attrs.Pods) == len(attrs.Pods)
 }
 
 func encodeAdmit(attrs admission.Attributes) (abi.AdmitRequest, error) {
@@ -74,36 +110,56 @@ func encodeAdmit(attrs admission.Attributes) (abi.AdmitRequest, error) {
 	return req, nil
 }
 
-// admitter is one admission plugin as an admission.Admitter.
+// admitter is one admission plugin of a round as an admission.Admitter.
 type admitter struct {
-	e   *Extension
-	p   *plugin.Plugin
-	req *request
+	round *round
+	i     int
+	p     *plugin.Plugin
 }
 
 // Name is the plugin's name: the chain names it in rejections and metrics.
 func (a *admitter) Name() string { return a.p.Name() }
 
-// Admit asks the plugin. A failed call follows the plugin's failure policy:
-// Fail returns the error (the chain rejects with reason AdmissionError and a
-// message naming the plugin and the failure), Ignore admits.
+// Admit answers with the plugin's verdict. A failed call follows the
+// plugin's failure policy: Fail returns the error (the chain rejects with
+// reason AdmissionError and a message naming the plugin and the failure),
+// Ignore admits.
 func (a *admitter) Admit(ctx context.Context, attrs admission.Attributes) (admission.Result, error) {
-	req, err := a.req.encode(attrs)
-	if err != nil {
-		return admission.Result{}, fmt.Errorf("plugin %q: %w", a.p.Name(), err)
+	e := a.round.e
+	a.round.start(ctx, attrs)
+	var res result
+	switch {
+	case a.round.same(attrs) && !a.round.parallel:
+		if a.round.err != nil {
+			return admission.Result{}, fmt.Errorf("plugin %q: %w", a.p.Name(), a.round.err)
+		}
+		res.p, res.resp, res.err = admit(ctx, e, a.p, &a.round.req)
+	case a.round.same(attrs):
+		select {
+		case <-a.round.results[a.i].done:
+			res = a.round.results[a.i]
+		case <-ctx.Done():
+			return admission.Result{}, fmt.Errorf("plugin %q: %w", a.p.Name(), ctx.Err())
+		}
+	default:
+		// Asked about another pod than the round's: call on its own.
+		req, err := encodeAdmit(attrs)
+		if err != nil {
+			return admission.Result{}, fmt.Errorf("plugin %q: %w", a.p.Name(), err)
+		}
+		res.p, res.resp, res.err = admit(ctx, e, a.p, &req)
 	}
-	p, resp, err := retryClosed(a.e, a.p, func(p *plugin.Plugin) (*abi.AdmitResponse, error) { return p.Admit(ctx, req) })
-	if err != nil {
-		if a.e.failed(p, abi.KindAdmission, "admit "+podName(attrs.Pod), err) {
-			return admission.Result{}, err
+	if res.err != nil {
+		if e.failed(res.p, abi.KindAdmission, "admit "+podName(attrs.Pod), res.err) {
+			return admission.Result{}, res.err
 		}
 		return admission.Result{Admit: true}, nil
 	}
-	if resp.Allowed {
+	if res.resp.Allowed {
 		return admission.Result{Admit: true}, nil
 	}
-	a.e.log.Info("admission plugin denied a pod", "plugin", p.Name(), "version", p.Manifest().Version, "pod", podName(attrs.Pod), "reason", resp.Reason, "message", resp.Message)
-	return admission.Result{Reason: resp.Reason, Message: resp.Message}, nil
+	e.log.Info("admission plugin denied a pod", "plugin", res.p.Name(), "version", res.p.Manifest().Version, "pod", podName(attrs.Pod), "reason", res.resp.Reason, "message", res.resp.Message)
+	return admission.Result{Reason: res.resp.Reason, Message: res.resp.Message}, nil
 }
 
 func podName(p *v1.Pod) string {

@@ -60,7 +60,7 @@ func pod4k(tb testing.TB) (*v1.Pod, []byte) {
 // wasmChain loads the four policies from a plugin directory with a Manager
 // and returns the admission chain the agent would build (built-ins left
 // out: they are not plugins).
-func wasmChain(tb testing.TB, deadline plugin.DeadlineMode) (*admission.Chain, *plugin.Manager) {
+func wasmChain(tb testing.TB, deadline plugin.DeadlineMode, sequential bool) (*admission.Chain, *plugin.Manager) {
 	dir := tb.TempDir()
 	for _, p := range policies {
 		wasm, err := sdktest.BuildGo(filepath.Join("..", p.name))
@@ -90,7 +90,7 @@ func wasmChain(tb testing.TB, deadline plugin.DeadlineMode) (*admission.Chain, *
 	if n := len(m.Admitters()); n != len(policies) {
 		tb.Fatalf("%d admission plugins loaded, want %d: %+v", n, len(policies), m.Plugins())
 	}
-	ext, err := extension.New(extension.Config{Manager: m})
+	ext, err := extension.New(extension.Config{Manager: m, SequentialAdmission: sequential})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func wasmChain(tb testing.TB, deadline plugin.DeadlineMode) (*admission.Chain, *
 // policies, wasm and native, and a privileged variant is denied by both.
 func TestChain(t *testing.T) {
 	pod, raw := pod4k(t)
-	chain, _ := wasmChain(t, plugin.DeadlineAuto)
+	chain, _ := wasmChain(t, plugin.DeadlineAuto, false)
 	if r := chain.Admit(context.Background(), admission.Attributes{Pod: pod}); !r.Admit {
 		t.Fatalf("wasm chain rejects the 4 KB pod: %+v", r)
 	}
@@ -162,8 +162,10 @@ func run(b *testing.B, f func()) {
 // BenchmarkChain: "native" decodes the pod's JSON with encoding/json into
 // k8s.io/api's v1.Pod and runs the four checks in Go (the baseline, the
 // work a guest does); "native-decoded" runs the checks on a decoded pod;
-// "wasm" is the agent's path (the pod encoded once, four guest calls),
-// with the default deadline mechanism (metering) and without one.
+// "wasm" is the agent's path (the pod encoded once, the four plugins called
+// in parallel, verdicts taken in order) with the default deadline mechanism
+// (metering); "wasm-sequential" calls them one after another;
+// "wasm-no-deadline" runs without deadline enforcement.
 func BenchmarkChain(b *testing.B) {
 	pod, raw := pod4k(b)
 	b.Run("native", func(b *testing.B) {
@@ -188,14 +190,18 @@ func BenchmarkChain(b *testing.B) {
 			}
 		})
 	})
-	for _, d := range []plugin.DeadlineMode{plugin.DeadlineAuto, plugin.DeadlineNone} {
-		name := "wasm"
-		if d == plugin.DeadlineNone {
-			name = "wasm-no-deadline"
-		}
-		chain, _ := wasmChain(b, d)
+	for _, v := range []struct {
+		name       string
+		deadline   plugin.DeadlineMode
+		sequential bool
+	}{
+		{"wasm", plugin.DeadlineAuto, false},
+		{"wasm-sequential", plugin.DeadlineAuto, true},
+		{"wasm-no-deadline", plugin.DeadlineNone, false},
+	} {
+		chain, _ := wasmChain(b, v.deadline, v.sequential)
 		attrs := admission.Attributes{Pod: pod}
-		b.Run(name, func(b *testing.B) {
+		b.Run(v.name, func(b *testing.B) {
 			run(b, func() {
 				if r := chain.Admit(context.Background(), attrs); !r.Admit {
 					b.Fatal(r)
