@@ -40,6 +40,7 @@ var (
 func TestPlugins(t *testing.T) {
 	cleanRuntime(t)
 	t.Cleanup(func() { cleanRuntime(t) })
+	ensurePlugins(t, pluginBuildDir(), "url-source", "no-privileged", "image-allowlist", "inject-env", "audit")
 	srv := newPodServer(t)
 	srv.setRaw([]byte(`{"apiVersion":"v1","kind":"PodList","items":[]}`))
 	a := newAgent(t, "plugins", *endpointFlag)
@@ -232,6 +233,33 @@ func testHotReload(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
 	if p, _ := a.pod("reload-a"); p == nil || !allRunning(p) {
 		t.Errorf("a pod admitted before the reload stopped: %s", podSummary(p))
 	}
+}
+
+// pluginBuildDir is where ensurePlugins builds when -plugins lacks a plugin.
+func pluginBuildDir() string { return filepath.Join(*baseFlag, "plugins-build") }
+
+// ensurePlugins builds the named first-party plugins with
+// hack/build-plugins.sh into dir unless -plugins has them all (hack/e2e.sh
+// run without `make plugins`), and points -plugins there.
+func ensurePlugins(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	missing := false
+	var dirs []string
+	for _, n := range names {
+		if _, err := os.Stat(filepath.Join(*pluginsFlag, n+abi.ManifestSuffix)); err != nil {
+			missing = true
+		}
+		dirs = append(dirs, "plugins/"+n)
+	}
+	if !missing {
+		return
+	}
+	t.Logf("building %v into %s (%s lacks them)", dirs, dir, *pluginsFlag)
+	cmd := exec.Command(filepath.Join(*hackFlag, "build-plugins.sh"), append([]string{dir}, dirs...)...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build-plugins.sh: %v\n%s", err, b)
+	}
+	*pluginsFlag = dir
 }
 
 // registryOf is the registry part of an image reference.
