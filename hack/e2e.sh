@@ -25,6 +25,11 @@ mkdir -p "$out/bin" "$out/images" "$out/cache"
 log() { printf 'e2e: %s %s\n' "$(date +%T)" "$*" >&2; }
 
 log "building tools, bin/wasmlet and the suite"
+# The plugin cases (TestPlugins) load build/plugins; `make e2e` builds them,
+# a run of this script alone builds them when missing.
+if [ ! -d build/plugins ]; then
+  ./hack/build-plugins.sh build/plugins
+fi
 go build -o "$out/bin/mkimage" ./hack/mkimage
 go build -o "$out/bin/cri" ./hack/containerd/cri
 go build -trimpath -o bin/wasmlet ./cmd/wasmlet
