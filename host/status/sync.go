@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/diff"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
@@ -51,7 +53,7 @@ type Syncer struct {
 	log hclog.Logger
 
 	mu         sync.Mutex
-	synced     map[types.UID]uint64 // status version pushed (or found equal)
+	synced     map[types.UID]synced // what was pushed (or found equal), by pod UID
 	terminated map[types.UID]bool
 	deleted    map[types.UID]bool
 	kick       chan struct{}
@@ -67,7 +69,7 @@ func NewSyncer(cfg SyncerConfig) *Syncer {
 	}
 	return &Syncer{
 		cfg: cfg, log: cfg.Logger,
-		synced:     map[types.UID]uint64{},
+		synced:     map[types.UID]synced{},
 		terminated: map[types.UID]bool{},
 		deleted:    map[types.UID]bool{},
 		kick:       make(chan struct{}, 1),
@@ -109,6 +111,13 @@ func (s *Syncer) Run(ctx context.Context) error {
 	}
 }
 
+// synced is the status version pushed to which API object (a static pod's
+// mirror is replaced with a new UID when a user deletes it).
+type synced struct {
+	version uint64
+	target  types.UID
+}
+
 type pending struct {
 	pod     *v1.Pod
 	status  v1.PodStatus
@@ -126,12 +135,29 @@ const parallel = 8
 func (s *Syncer) pass(ctx context.Context, resync bool) {
 	m := s.cfg.Statuses
 	m.mu.RLock()
+	all := make([]pending, 0, len(m.pods))
+	for _, e := range m.pods {
+		all = append(all, pending{pod: e.pod, version: e.version})
+	}
+	m.mu.RUnlock()
+	// Targets are looked up without the status lock (they take the pod
+	// manager's).
+	targets := make([]types.UID, len(all))
+	for i, w := range all {
+		if api, ok := s.cfg.APIPod(w.pod); ok {
+			targets[i] = api.UID
+		}
+	}
 	var work []types.UID
-	live := make(map[types.UID]bool, len(m.pods))
+	live := make(map[types.UID]bool, len(all))
 	s.mu.Lock()
-	for uid, e := range m.pods {
+	for i, w := range all {
+		uid := w.pod.UID
 		live[uid] = true
-		if resync || s.synced[uid] != e.version || (s.terminated[uid] && e.pod.DeletionTimestamp != nil) {
+		if targets[i] == "" || s.deleted[uid] {
+			continue
+		}
+		if resync || s.synced[uid] != (synced{w.version, targets[i]}) || (s.terminated[uid] && w.pod.DeletionTimestamp != nil) {
 			work = append(work, uid)
 		}
 	}
@@ -143,7 +169,6 @@ func (s *Syncer) pass(ctx context.Context, resync bool) {
 		}
 	}
 	s.mu.Unlock()
-	m.mu.RUnlock()
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for _, uid := range work {
@@ -181,8 +206,17 @@ func (s *Syncer) sync(ctx context.Context, w pending) error {
 	if !ok {
 		return nil // no API object (a static pod whose mirror is not there yet)
 	}
+	s.mu.Lock()
+	gone := s.deleted[w.pod.UID]
+	s.mu.Unlock()
+	if gone {
+		return nil // deleted by us; the watch has not said so yet
+	}
 	if !sameStatus(api.Status, w.status) {
-		patch, err := statusPatch(api.UID, w.status)
+		if s.log.IsTrace() {
+			s.log.Trace("pod status differs from the API server's", "pod", api.Namespace+"/"+api.Name, "diff", diff.Diff(api.Status, w.status))
+		}
+		patch, err := statusPatch(api, w.status)
 		if err != nil {
 			return err
 		}
@@ -197,7 +231,7 @@ func (s *Syncer) sync(ctx context.Context, w pending) error {
 		}
 	}
 	s.mu.Lock()
-	s.synced[w.pod.UID] = w.version
+	s.synced[w.pod.UID] = synced{w.version, api.UID}
 	del := s.terminated[w.pod.UID] && !s.deleted[w.pod.UID] && w.pod.DeletionTimestamp != nil && api.UID == w.pod.UID
 	s.mu.Unlock()
 	if !del {
@@ -219,13 +253,35 @@ func (s *Syncer) sync(ctx context.Context, w pending) error {
 	return nil
 }
 
-// statusPatch is the strategic merge patch of a pod's status with the UID
-// precondition (a patch that would change metadata.uid fails).
-func statusPatch(uid types.UID, st v1.PodStatus) ([]byte, error) {
-	return json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": uid},
-		"status":   st,
-	})
+// statusPatch is the kubelet's status patch: a two-way strategic merge
+// patch from the API server's status to ours, so fields we no longer set
+// (a condition's reason once it is True) are removed, with the conditions
+// of types we do not own kept, and metadata.uid as a precondition (a patch
+// that would change the UID fails).
+func statusPatch(api *v1.Pod, ours v1.PodStatus) ([]byte, error) {
+	merged := ours.DeepCopy()
+	owned := make(map[v1.PodConditionType]bool, len(ours.Conditions))
+	for _, c := range ours.Conditions {
+		owned[c.Type] = true
+	}
+	for _, c := range api.Status.Conditions {
+		if !owned[c.Type] {
+			merged.Conditions = append(merged.Conditions, c)
+		}
+	}
+	oldData, err := json.Marshal(v1.Pod{Status: api.Status})
+	if err != nil {
+		return nil, err
+	}
+	newData, err := json.Marshal(v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: api.UID}, Status: *merged})
+	if err != nil {
+		return nil, err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldData, newData, v1.Pod{})
+	if err != nil {
+		return nil, fmt.Errorf("status patch of %s/%s: %w", api.Namespace, api.Name, err)
+	}
+	return patch, nil
 }
 
 // sameStatus reports whether the API server's status already says what

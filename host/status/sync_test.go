@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -132,5 +133,41 @@ func TestSameStatus(t *testing.T) {
 		if got := sameStatus(c.theirs, c.ours); got != c.want {
 			t.Errorf("%s: sameStatus = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+func TestStatusPatch(t *testing.T) {
+	api := syncPod("u1")
+	api.Status = v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{
+		{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [c]"},
+		{Type: "example.com/Gate", Status: v1.ConditionTrue},
+	}}
+	ours := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}
+	patch, err := statusPatch(api, ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset(api.DeepCopy())
+	got, err := client.CoreV1().Pods("default").Patch(context.Background(), "p", types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != v1.PodRunning || len(got.Status.Conditions) != 2 {
+		t.Fatalf("patched status %+v: want Running with Ready and the foreign condition", got.Status)
+	}
+	for _, c := range got.Status.Conditions {
+		if c.Type == v1.PodReady && (c.Status != v1.ConditionTrue || c.Reason != "" || c.Message != "") {
+			t.Errorf("Ready condition %+v: want True with the old reason and message removed", c)
+		}
+	}
+	// The UID is a precondition: the patch carries metadata.uid, which a
+	// pod of the same name and another UID cannot take.
+	var meta struct {
+		Metadata struct {
+			UID types.UID `json:"uid"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(patch, &meta); err != nil || meta.Metadata.UID != api.UID {
+		t.Errorf("patch %s: want metadata.uid %s (%v)", patch, api.UID, err)
 	}
 }
