@@ -1,0 +1,88 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	v1 "k8s.io/api/core/v1"
+)
+
+// TestAgent_Plugins runs the agent with a plugin directory: host/plugin's
+// ok.wasm as an admission plugin (it denies requests containing "!") and as
+// a hook. A pod whose image has a "!" is rejected naming the plugin, the
+// other runs, the hook is called, /plugins lists both.
+func TestAgent_Plugins(t *testing.T) {
+	h := newHarness(t)
+	plugins := filepath.Join(h.dir, "plugins")
+	if err := os.MkdirAll(plugins, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wasm, err := os.ReadFile("../plugin/testdata/wat/ok.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(wasm)
+	for _, p := range []struct{ name, kind string }{{"bang", "admission"}, {"env", "hook"}} {
+		if err := os.WriteFile(filepath.Join(plugins, p.name+".wasm"), wasm, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		mf := fmt.Sprintf("name: %s\nversion: 1.0.0\nabi: v1\nkinds: [%s]\nsha256: %s\n", p.name, p.kind, hex.EncodeToString(sum[:]))
+		if err := os.WriteFile(filepath.Join(plugins, p.name+".plugin.yaml"), []byte(mf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.write(t, "good", "wasmlet.local/busybox:1.0")
+	h.write(t, "bad", "wasmlet.local/busybox:bang!")
+	a, err := New(Config{
+		NodeName: "n1", StaticPodPath: h.manifests, RuntimeEndpoint: h.endpoint, PluginDir: plugins,
+		RootDir: filepath.Join(h.dir, "root"), PodLogsDir: filepath.Join(h.dir, "logs"),
+		PLEGRelistPeriod: 100 * time.Millisecond, HousekeepingInterval: 200 * time.Millisecond,
+		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var good, bad *v1.Pod
+		for _, p := range a.Pods() {
+			switch p.Name {
+			case "good-n1":
+				good = &p
+			case "bad-n1":
+				bad = &p
+			}
+		}
+		if good != nil && bad != nil && good.Status.Phase == v1.PodRunning && bad.Status.Phase == v1.PodFailed {
+			if bad.Status.Reason != "Bang" || !strings.Contains(bad.Status.Message, "bang") {
+				t.Fatalf("rejection: reason %q message %q", bad.Status.Reason, bad.Status.Message)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pods: good %+v, bad %+v", good, bad)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	st := a.plugins.ext.Status()
+	if len(st) != 2 || st[0].Name != "bang" || st[0].Calls < 2 || st[1].Name != "env" || st[1].Calls < 2 {
+		t.Fatalf("/plugins: %+v", st)
+	}
+}
