@@ -136,6 +136,38 @@ func testPodRunsAndDeletes(t *testing.T, a *agent) {
 			t.Errorf("condition %s = %q, want True", c, s)
 		}
 	}
+	// Nothing changes, so nothing is written: not even by the 10 s resync
+	// of the status sync (the log line prints every 200 ms, the status
+	// stays the same).
+	quiet, err := admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=web", ResourceVersion: p.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Let the patches still under way land (the watch shows them), then
+	// expect silence for longer than the resync period.
+	settle := time.After(2 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev := <-quiet.ResultChan():
+			if np, ok := ev.Object.(*v1.Pod); ok {
+				p = np
+			}
+		case <-settle:
+			done = true
+		}
+	}
+	silence := time.After(12 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev := <-quiet.ResultChan():
+			if np, ok := ev.Object.(*v1.Pod); ok {
+				t.Errorf("pod written although nothing changed (%s): %s", ev.Type, summary(np))
+			}
+		case <-silence:
+			done = true
+		}
+	}
+	quiet.Stop()
 	// The agent's own view agrees.
 	found := 0
 	for _, lp := range a.localPods(t) {
