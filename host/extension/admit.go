@@ -60,7 +60,7 @@ type result struct {
 func (r *round) start(ctx context.Context, attrs admission.Attributes) {
 	r.once.Do(func() {
 		r.attrs = attrs
-		r.req, r.err = encodeAdmit(attrs)
+		r.req, r.err = r.e.encode.admit(attrs)
 		if !r.parallel {
 			return
 		}
@@ -88,7 +88,19 @@ func (r *round) same(attrs admission.Attributes) bool {
 	return r.attrs.Pod == attrs.Pod && r.attrs.Node == attrs.Node && len(r.attrs.Pods) == len(attrs.Pods)
 }
 
-func encodeAdmit(attrs admission.Attributes) (abi.AdmitRequest, error) {
+// encoder encodes admission requests, keeping the JSON of the pods already
+// on the node from one admission to the next: the agent hands the pod
+// manager's own objects, which it replaces rather than changes, so a pod
+// whose pointer is the same encodes the same. Without it a burst of n new
+// pods marshals n²/2 pods.
+type encoder struct {
+	mu    sync.Mutex
+	cache map[*v1.Pod]json.RawMessage
+}
+
+// admit encodes attrs; the pods on the node come from the cache when they
+// were encoded for an earlier admission.
+func (c *encoder) admit(attrs admission.Attributes) (abi.AdmitRequest, error) {
 	var req abi.AdmitRequest
 	var err error
 	if req.Pod, err = json.Marshal(attrs.Pod); err != nil {
@@ -99,14 +111,23 @@ func encodeAdmit(attrs admission.Attributes) (abi.AdmitRequest, error) {
 			return req, fmt.Errorf("encode node: %w", err)
 		}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	next := make(map[*v1.Pod]json.RawMessage, len(attrs.Pods))
 	req.PodsOnNode = make([]json.RawMessage, 0, len(attrs.Pods))
 	for _, p := range attrs.Pods {
-		b, err := json.Marshal(p)
-		if err != nil {
-			return req, fmt.Errorf("encode pod %s/%s: %w", p.Namespace, p.Name, err)
+		b, ok := c.cache[p]
+		if !ok {
+			if b, err = json.Marshal(p); err != nil {
+				return req, fmt.Errorf("encode pod %s/%s: %w", p.Namespace, p.Name, err)
+			}
 		}
+		next[p] = b
 		req.PodsOnNode = append(req.PodsOnNode, b)
 	}
+	// The pod admitted now is on the node at the next admission.
+	next[attrs.Pod] = req.Pod
+	c.cache = next
 	return req, nil
 }
 
@@ -143,7 +164,7 @@ func (a *admitter) Admit(ctx context.Context, attrs admission.Attributes) (admis
 		}
 	default:
 		// Asked about another pod than the round's: call on its own.
-		req, err := encodeAdmit(attrs)
+		req, err := e.encode.admit(attrs)
 		if err != nil {
 			return admission.Result{}, fmt.Errorf("plugin %q: %w", a.p.Name(), err)
 		}

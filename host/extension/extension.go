@@ -68,6 +68,7 @@ type Extension struct {
 	mgr      *plugin.Manager
 	log      hclog.Logger
 	failures *prometheus.CounterVec
+	encode   encoder
 
 	mu      sync.Mutex
 	polling map[string]bool // source plugins with a poller

@@ -288,3 +288,32 @@ func counter(c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+func TestEncoder_Admit(t *testing.T) {
+	var c encoder
+	a, b := testPod("a"), testPod("b")
+	if _, err := c.admit(admission.Attributes{Pod: a}); err != nil {
+		t.Fatal(err)
+	}
+	// a was admitted: its encoding is reused while the pointer stays (the
+	// agent replaces pods, never edits them, so the edit below is a probe).
+	a.Labels = map[string]string{"probe": "x"}
+	req, err := c.admit(admission.Attributes{Pod: b, Pods: []*v1.Pod{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(req.PodsOnNode[0]), "probe") {
+		t.Fatalf("pod a encoded again: %s", req.PodsOnNode[0])
+	}
+	a2 := a.DeepCopy()
+	req, err = c.admit(admission.Attributes{Pod: testPod("c"), Pods: []*v1.Pod{a2, b}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(req.PodsOnNode[0]), "probe") || !strings.Contains(string(req.PodsOnNode[1]), `"name":"b"`) {
+		t.Fatalf("a replaced pod must be encoded afresh: %s / %s", req.PodsOnNode[0], req.PodsOnNode[1])
+	}
+	if len(c.cache) != 3 {
+		t.Errorf("cache holds %d pods, want the 3 of the last admission", len(c.cache))
+	}
+}
