@@ -263,6 +263,17 @@ func testMirrorPod(t *testing.T, a *agent) {
 	if got := again.Status.ContainerStatuses[0].ContainerID; got != local.Status.ContainerStatuses[0].ContainerID {
 		t.Errorf("after the mirror's deletion the container changed (%s → %s): the static pod must keep running", local.Status.ContainerStatuses[0].ContainerID, got)
 	}
+	// The manifest changes: a new static pod (new hash), so a new mirror.
+	changed := newPod("static", "log", "300ms", "static-changed")
+	changed.Spec.NodeName = ""
+	a.writeStatic(t, "static.yaml", changed)
+	third := waitPod(t, "default", name, 60*time.Second, "replaced by the changed static pod's mirror, Running", func(p *v1.Pod) bool {
+		return p.UID != again.UID && p.DeletionTimestamp == nil && running(p) &&
+			p.Annotations["kubernetes.io/config.mirror"] != again.Annotations["kubernetes.io/config.mirror"]
+	})
+	if got := strings.Join(third.Spec.Containers[0].Args, " "); got != "log 300ms static-changed" {
+		t.Errorf("new mirror's args %q, want the changed manifest's", got)
+	}
 	if err := os.Remove(a.manifests + "/static.yaml"); err != nil {
 		t.Fatal(err)
 	}
