@@ -17,16 +17,17 @@ import (
 // admission.Admitters named after the plugins. It is meant for
 // admission.Config.Extra, which asks at every admission. The returned
 // admitters belong to one admission: the first one asked encodes the
-// request once and calls every plugin of the set in parallel, and each
-// admitter then answers with its own plugin's result, so the chain keeps its
-// order (the first denial in manifest order wins) while its latency is that
-// of the slowest plugin rather than the sum of all.
+// request once for all. With Config.ParallelAdmission it also calls every
+// plugin of the set at once, and each admitter then answers with its own
+// plugin's result, so the chain keeps its order (the first denial in
+// manifest order wins) while its latency is that of the slowest plugin
+// rather than the sum of all.
 func (e *Extension) Admitters() []admission.Admitter {
 	ps := e.mgr.Admitters()
 	if len(ps) == 0 {
 		return nil
 	}
-	r := &round{e: e, plugins: ps, results: make([]result, len(ps)), parallel: !e.cfg.SequentialAdmission}
+	r := &round{e: e, plugins: ps, results: make([]result, len(ps)), parallel: e.cfg.ParallelAdmission}
 	out := make([]admission.Admitter, len(ps))
 	for i, p := range ps {
 		r.results[i].done = make(chan struct{})

@@ -49,10 +49,11 @@ type Config struct {
 	// started (those present at start are Sources run by the pod config);
 	// nil ignores late source plugins.
 	Merge func(ctx context.Context, source string, u config.PodUpdate) error
-	// SequentialAdmission calls the admission plugins one after another,
-	// stopping at the first denial, instead of all at once (see Admitters):
-	// less CPU when pods are often denied, more latency on idle cores.
-	SequentialAdmission bool
+	// ParallelAdmission calls the admission plugins of one admission all at
+	// once instead of one after another (see Admitters): the chain's
+	// latency becomes the slowest plugin's on idle cores, at the price of
+	// CPU (the calls after a denial are wasted, and scheduling costs).
+	ParallelAdmission bool
 	// Logger receives one line per failed call, ignored failure and poll
 	// error; nil discards.
 	Logger hclog.Logger

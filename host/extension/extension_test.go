@@ -74,18 +74,18 @@ func testPod(name string) *v1.Pod {
 }
 
 func TestExtension_Admitters(t *testing.T) {
-	for _, seq := range []bool{false, true} {
-		t.Run(fmt.Sprintf("sequential=%v", seq), func(t *testing.T) { testAdmitters(t, seq) })
+	for _, parallel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("parallel=%v", parallel), func(t *testing.T) { testAdmitters(t, parallel) })
 	}
 }
 
-func testAdmitters(t *testing.T, sequential bool) {
+func testAdmitters(t *testing.T, parallel bool) {
 	dir := t.TempDir()
 	install(t, dir, "bang", "ok.wasm", []abi.Kind{abi.KindAdmission}, "order: 1\n")
 	install(t, dir, "trap-ignored", "trap.wasm", []abi.Kind{abi.KindAdmission}, "order: 2\nfailurePolicy: Ignore\n")
 	install(t, dir, "spin-fails", "loop.wasm", []abi.Kind{abi.KindAdmission}, "order: 3\nfailurePolicy: Fail\npermissions: {timeout: 50ms}\n")
 	e, reg := setup(t, dir, nil)
-	e.cfg.SequentialAdmission = sequential
+	e.cfg.ParallelAdmission = parallel
 	chain, err := admission.New(admission.Config{Admitters: admission.Builtins(10), Extra: e.Admitters})
 	if err != nil {
 		t.Fatal(err)

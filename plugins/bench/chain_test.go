@@ -60,7 +60,7 @@ func pod4k(tb testing.TB) (*v1.Pod, []byte) {
 // wasmChain loads the four policies from a plugin directory with a Manager
 // and returns the admission chain the agent would build (built-ins left
 // out: they are not plugins).
-func wasmChain(tb testing.TB, deadline plugin.DeadlineMode, sequential bool) (*admission.Chain, *plugin.Manager) {
+func wasmChain(tb testing.TB, deadline plugin.DeadlineMode, parallel bool) (*admission.Chain, *plugin.Manager) {
 	dir := tb.TempDir()
 	for _, p := range policies {
 		wasm, err := sdktest.BuildGo(filepath.Join("..", p.name))
@@ -90,7 +90,7 @@ func wasmChain(tb testing.TB, deadline plugin.DeadlineMode, sequential bool) (*a
 	if n := len(m.Admitters()); n != len(policies) {
 		tb.Fatalf("%d admission plugins loaded, want %d: %+v", n, len(policies), m.Plugins())
 	}
-	ext, err := extension.New(extension.Config{Manager: m, SequentialAdmission: sequential})
+	ext, err := extension.New(extension.Config{Manager: m, ParallelAdmission: parallel})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -163,8 +163,8 @@ func run(b *testing.B, f func()) {
 // k8s.io/api's v1.Pod and runs the four checks in Go (the baseline, the
 // work a guest does); "native-decoded" runs the checks on a decoded pod;
 // "wasm" is the agent's path (the pod encoded once, the four plugins called
-// in parallel, verdicts taken in order) with the default deadline mechanism
-// (metering); "wasm-sequential" calls them one after another;
+// in order) with the default deadline mechanism (metering);
+// "wasm-parallel" calls them all at once and takes the verdicts in order;
 // "wasm-no-deadline" runs without deadline enforcement.
 func BenchmarkChain(b *testing.B) {
 	pod, raw := pod4k(b)
@@ -191,15 +191,15 @@ func BenchmarkChain(b *testing.B) {
 		})
 	})
 	for _, v := range []struct {
-		name       string
-		deadline   plugin.DeadlineMode
-		sequential bool
+		name     string
+		deadline plugin.DeadlineMode
+		parallel bool
 	}{
 		{"wasm", plugin.DeadlineAuto, false},
-		{"wasm-sequential", plugin.DeadlineAuto, true},
+		{"wasm-parallel", plugin.DeadlineAuto, true},
 		{"wasm-no-deadline", plugin.DeadlineNone, false},
 	} {
-		chain, _ := wasmChain(b, v.deadline, v.sequential)
+		chain, _ := wasmChain(b, v.deadline, v.parallel)
 		attrs := admission.Attributes{Pod: pod}
 		b.Run(v.name, func(b *testing.B) {
 			run(b, func() {
