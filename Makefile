@@ -15,7 +15,7 @@ deps:
 	./hack/install-deps.sh
 
 build:
-	$(GO) build -trimpath -o $(BIN)/wasmlet ./cmd/wasmlet
+	$(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/wasmlet ./cmd/wasmlet
 
 # Every plugin under plugins/ and examples/ (GOOS=wasip1 GOARCH=wasm
 # -buildmode=c-shared for Go, clang --target=wasm32-wasi for C), each with a

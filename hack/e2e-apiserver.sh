@@ -26,7 +26,7 @@ log() { printf 'e2e-apiserver: %s %s\n' "$(date +%T)" "$*" >&2; }
 log "kube-apiserver (cached by version)"
 kas=$(hack/kube-apiserver/build.sh)
 log "building bin/wasmlet, tools and the suite"
-go build -trimpath -o bin/wasmlet ./cmd/wasmlet
+make --no-print-directory build
 go build -o "$out/bin/mkimage" ./hack/mkimage
 go build -o "$out/bin/cri" ./hack/containerd/cri
 go test -c -tags e2e_apiserver -o "$out/bin/e2eapi.test" ./cmd/wasmlet/e2eapi

@@ -32,7 +32,7 @@ if [ ! -d build/plugins ]; then
 fi
 go build -o "$out/bin/mkimage" ./hack/mkimage
 go build -o "$out/bin/cri" ./hack/containerd/cri
-go build -trimpath -o bin/wasmlet ./cmd/wasmlet
+make --no-print-directory build
 go test -c -tags e2e -o "$out/bin/e2e.test" ./cmd/wasmlet/e2e
 
 # image NAME REF ROOTFS ENTRYPOINT: builds $out/images/NAME.tar unless a
