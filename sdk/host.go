@@ -44,11 +44,11 @@ func Logf(level LogLevel, format string, args ...any) {
 
 // Config returns the manifest's config value for key.
 func Config(key string) (value string, ok bool) {
-	b, err := hostConfig(key)
+	v, err := hostConfig(key)
 	if err != nil {
 		return "", false
 	}
-	return string(b), true
+	return v, true
 }
 
 // KVGet returns the plugin's stored value for key; ok is false when absent.

@@ -19,15 +19,15 @@ func hostLog(level LogLevel, msg string) {
 	os.Stderr.WriteString("plugin: " + msg + "\n")
 }
 
-func hostConfig(key string) ([]byte, error) {
+func hostConfig(key string) (string, error) {
 	h := currentNative()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	v, ok := h.Config[key]
 	if !ok {
-		return nil, errNotFound
+		return "", errNotFound
 	}
-	return []byte(v), nil
+	return v, nil
 }
 
 func hostKVGet(key string) ([]byte, error) {
