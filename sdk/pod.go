@@ -312,16 +312,16 @@ func (s *PodSpec) AllContainers() []*Container {
 // skipped; malformed JSON or a field of the wrong type is an error.
 func DecodePod(data []byte) (Pod, error) {
 	var p Pod
-	d := decoder{buf: clone(data)}
-	decodePod(&d, &p)
+	d := newDecoder(clone(data))
+	decodePod(d, &p)
 	return p, d.end()
 }
 
 // DecodeNode decodes a v1.Node's JSON without reflection.
 func DecodeNode(data []byte) (Node, error) {
 	var n Node
-	d := decoder{buf: clone(data)}
-	decodeNode(&d, &n)
+	d := newDecoder(clone(data))
+	decodeNode(d, &n)
 	return n, d.end()
 }
 
@@ -365,11 +365,7 @@ func decodeMeta(d *decoder, m *ObjectMeta) {
 		case "annotations":
 			d.setStringMap(&m.Annotations, false)
 		case "ownerReferences":
-			s, isNull := m.OwnerReferences[:0], false
-			for n := 0; d.elem(&n, &isNull); {
-				decodeOwnerRef(d, grow(&s))
-			}
-			m.OwnerReferences = finishSlice(s, isNull, d.err)
+			decodeArray(d, &m.OwnerReferences, &d.ownerRefs, 4, decodeOwnerRef)
 		default:
 			d.skip()
 		}
@@ -426,15 +422,11 @@ func decodeSpec(d *decoder, s *PodSpec) {
 				continue
 			}
 			if s.SecurityContext == nil {
-				s.SecurityContext = new(PodSecurityContext)
+				s.SecurityContext = arenaNew(&d.podSecs)
 			}
 			decodePodSecurity(d, s.SecurityContext)
 		case "tolerations":
-			t, isNull := s.Tolerations[:0], false
-			for n := 0; d.elem(&n, &isNull); {
-				decodeToleration(d, grow(&t))
-			}
-			s.Tolerations = finishSlice(t, isNull, d.err)
+			decodeArray(d, &s.Tolerations, &d.tolerations, 8, decodeToleration)
 		case "priorityClassName":
 			d.setStr(&s.PriorityClassName)
 		case "priority":
@@ -458,7 +450,7 @@ func decodeVolume(d *decoder, v *Volume) {
 				continue
 			}
 			if v.HostPath == nil {
-				v.HostPath = new(HostPathVolumeSource)
+				v.HostPath = arenaNew(&d.hostPaths)
 			}
 			for n := 0; d.field(&n); {
 				switch string(d.key) {
@@ -604,7 +596,7 @@ func decodeSecurity(d *decoder, s *SecurityContext) {
 				continue
 			}
 			if s.Capabilities == nil {
-				s.Capabilities = new(Capabilities)
+				s.Capabilities = arenaNew(&d.caps)
 			}
 			for n := 0; d.field(&n); {
 				switch string(d.key) {
@@ -642,7 +634,7 @@ func decodeSeccomp(d *decoder, p **SeccompProfile) {
 		return
 	}
 	if *p == nil {
-		*p = new(SeccompProfile)
+		*p = arenaNew(&d.seccomps)
 	}
 	for n := 0; d.field(&n); {
 		switch string(d.key) {

@@ -77,8 +77,8 @@ func (r AdmitRequest) Node() (node Node, ok bool, err error) {
 	if r.node == nil {
 		return Node{}, false, nil
 	}
-	d := decoder{buf: r.node}
-	decodeNode(&d, &node)
+	d := newDecoder(r.node)
+	decodeNode(d, &node)
 	if err := d.end(); err != nil {
 		return Node{}, true, fmt.Errorf("admit request: node: %w", err)
 	}
@@ -90,11 +90,11 @@ func (r AdmitRequest) PodsOnNode() ([]Pod, error) {
 	if r.pods == nil {
 		return nil, nil
 	}
-	d := decoder{buf: r.pods}
+	d := newDecoder(r.pods)
 	var pods []Pod
 	isNull := false
 	for n := 0; d.elem(&n, &isNull); {
-		decodePod(&d, grow(&pods))
+		decodePod(d, grow(&pods))
 	}
 	if err := d.end(); err != nil {
 		return nil, fmt.Errorf("admit request: podsOnNode: %w", err)
@@ -252,11 +252,11 @@ func DecodeAdmitRequest(data []byte) (AdmitRequest, error) {
 
 func decodeAdmitRequest(buf []byte) (AdmitRequest, error) {
 	var r AdmitRequest
-	d := decoder{buf: buf}
+	d := newDecoder(buf)
 	for n := 0; d.field(&n); {
 		switch string(d.key) {
 		case "pod":
-			decodePod(&d, &r.Pod)
+			decodePod(d, &r.Pod)
 		case "node":
 			if raw := d.raw(); string(raw) != "null" {
 				r.node = raw
@@ -293,7 +293,7 @@ func decodeSourceRequest(buf []byte) (SourceRequest, error) {
 
 func decodeHookRequest(buf []byte) (HookRequest, error) {
 	var r HookRequest
-	d := decoder{buf: buf}
+	d := newDecoder(buf)
 	for n := 0; d.field(&n); {
 		switch string(d.key) {
 		case "point":
@@ -301,7 +301,7 @@ func decodeHookRequest(buf []byte) (HookRequest, error) {
 			d.setStr(&s)
 			r.Point = HookPoint(s)
 		case "pod":
-			decodePod(&d, &r.Pod)
+			decodePod(d, &r.Pod)
 		case "container":
 			if d.null() {
 				r.Container = nil
@@ -310,7 +310,7 @@ func decodeHookRequest(buf []byte) (HookRequest, error) {
 			if r.Container == nil {
 				r.Container = new(Container)
 			}
-			decodeContainer(&d, r.Container)
+			decodeContainer(d, r.Container)
 		default:
 			d.skip()
 		}
