@@ -803,7 +803,9 @@ func (d *decoder) setStringMap(p *map[string]string, numbers bool) {
 			d.fail("cannot decode " + d.kindAt() + " into a string")
 			return
 		}
-		m[k] = d.str()
+		var v string
+		d.setStr(&v)
+		m[k] = v
 	}
 	if m == nil && d.err == nil {
 		m = map[string]string{}
@@ -898,7 +900,17 @@ key: // at an object member's key, whitespace skipped
 str: // buf[i] is the opening quote
 	i++
 	for i < len(buf) {
-		i = scanPlain(buf, i)
+		for { // scanPlain inlined: see specials
+			if i+8 > len(buf) {
+				i = scanPlain(buf, i)
+				break
+			}
+			if m := specials(*(*uint64)(unsafe.Pointer(&buf[i]))); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
 		if i >= len(buf) {
 			break
 		}
