@@ -189,6 +189,10 @@ func (d *decoder) field(n *int) bool {
 			return true
 		}
 	}
+	if d.err == nil && i < len(buf) && buf[i] == '}' && *n > 0 {
+		d.pos = i + 1 // the end of a non-empty object, without next's call
+		return false
+	}
 	var isNull bool
 	if !d.next(n, '{', &isNull) {
 		return false
