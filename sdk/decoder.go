@@ -26,6 +26,8 @@ type decoder struct {
 	err error
 	key []byte // the current object member's name, valid until the next field call
 
+	parts Parts // the optional parts of a pod to decode; the others are skipped
+
 	// Arenas: values that would each be a small allocation are carved out
 	// of a few shared blocks instead. Allocation is among the dearest
 	// things a Go wasm guest does. A finished slice is capped (s[a:b:b]) so
@@ -81,6 +83,7 @@ func newDecoder(buf []byte) *decoder {
 	s := new(slab)
 	d := &s.d
 	d.buf = buf
+	d.parts = AllParts
 	d.strs, d.strps, d.bools, d.ints, d.int32s = s.strs[:0], s.strps[:0], s.bools[:0], s.ints[:0], s.int32s[:0]
 	d.containers, d.envs, d.ports, d.mounts, d.volumes = s.containers[:0], s.envs[:0], s.ports[:0], s.mounts[:0], s.volumes[:0]
 	d.secctxs, d.podSecs, d.caps, d.seccomps = s.secctxs[:0], s.podSecs[:0], s.caps[:0], s.seccomps[:0]

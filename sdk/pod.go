@@ -361,10 +361,22 @@ func decodeMeta(d *decoder, m *ObjectMeta) {
 		case "uid":
 			d.setStr(&m.UID)
 		case "labels":
+			if d.parts&Labels == 0 {
+				d.skip()
+				continue
+			}
 			d.setStringMap(&m.Labels, false)
 		case "annotations":
+			if d.parts&Labels == 0 {
+				d.skip()
+				continue
+			}
 			d.setStringMap(&m.Annotations, false)
 		case "ownerReferences":
+			if d.parts&Labels == 0 {
+				d.skip()
+				continue
+			}
 			decodeArray(d, &m.OwnerReferences, &d.ownerRefs, 4, decodeOwnerRef)
 		default:
 			d.skip()
@@ -395,6 +407,10 @@ func decodeSpec(d *decoder, s *PodSpec) {
 	for n := 0; d.field(&n); {
 		switch string(d.key) {
 		case "volumes":
+			if d.parts&Volumes == 0 {
+				d.skip()
+				continue
+			}
 			decodeArray(d, &s.Volumes, &d.volumes, 8, decodeVolume)
 		case "initContainers":
 			decodeContainers(d, &s.InitContainers)
@@ -405,6 +421,10 @@ func decodeSpec(d *decoder, s *PodSpec) {
 		case "restartPolicy":
 			d.setStr(&s.RestartPolicy)
 		case "nodeSelector":
+			if d.parts&Scheduling == 0 {
+				d.skip()
+				continue
+			}
 			d.setStringMap(&s.NodeSelector, false)
 		case "serviceAccountName":
 			d.setStr(&s.ServiceAccountName)
@@ -426,6 +446,10 @@ func decodeSpec(d *decoder, s *PodSpec) {
 			}
 			decodePodSecurity(d, s.SecurityContext)
 		case "tolerations":
+			if d.parts&Scheduling == 0 {
+				d.skip()
+				continue
+			}
 			decodeArray(d, &s.Tolerations, &d.tolerations, 8, decodeToleration)
 		case "priorityClassName":
 			d.setStr(&s.PriorityClassName)
@@ -499,16 +523,40 @@ func decodeContainer(d *decoder, c *Container) {
 		case "image":
 			d.setStr(&c.Image)
 		case "command":
+			if d.parts&Commands == 0 {
+				d.skip()
+				continue
+			}
 			d.setStrings(&c.Command)
 		case "args":
+			if d.parts&Commands == 0 {
+				d.skip()
+				continue
+			}
 			d.setStrings(&c.Args)
 		case "workingDir":
+			if d.parts&Commands == 0 {
+				d.skip()
+				continue
+			}
 			d.setStr(&c.WorkingDir)
 		case "ports":
+			if d.parts&Ports == 0 {
+				d.skip()
+				continue
+			}
 			decodeArray(d, &c.Ports, &d.ports, 8, decodePort)
 		case "env":
+			if d.parts&Env == 0 {
+				d.skip()
+				continue
+			}
 			decodeArray(d, &c.Env, &d.envs, 16, decodeEnv)
 		case "resources":
+			if d.parts&Resources == 0 {
+				d.skip()
+				continue
+			}
 			for n := 0; d.field(&n); {
 				switch string(d.key) {
 				case "limits":
@@ -520,6 +568,10 @@ func decodeContainer(d *decoder, c *Container) {
 				}
 			}
 		case "volumeMounts":
+			if d.parts&VolumeMounts == 0 {
+				d.skip()
+				continue
+			}
 			decodeArray(d, &c.VolumeMounts, &d.mounts, 16, decodeMount)
 		case "imagePullPolicy":
 			d.setStr(&c.ImagePullPolicy)

@@ -28,12 +28,73 @@ type admitOnly struct{}
 func (admitOnly) Admit(AdmitRequest) (Verdict, error) { return Allow(), nil }
 
 // use registers p for the test and restores the previous registration.
-func use(t *testing.T, p any) {
+func use(t *testing.T, p any, opts ...Option) {
 	t.Helper()
 	saved := registered
 	registered.admitter, registered.source, registered.hook = nil, nil, nil
-	Register(p)
+	Register(p, opts...)
 	t.Cleanup(func() { registered = saved })
+}
+
+func TestRegister_Reads(t *testing.T) {
+	pod := `{"metadata":{"name":"p","namespace":"ns","labels":{"a":"b"},"annotations":{"c":"d"}},` +
+		`"spec":{"hostPID":true,"volumes":[{"name":"v"}],"nodeSelector":{"k":"v"},"tolerations":[{"key":"t"}],` +
+		`"containers":[{"name":"c","image":"i","command":["x"],"args":["y"],"workingDir":"/w",` +
+		`"env":[{"name":"E","value":"1"}],"ports":[{"containerPort":80}],"resources":{"limits":{"cpu":"1"}},` +
+		`"volumeMounts":[{"name":"v","mountPath":"/v"}],"securityContext":{"privileged":true}}]}}`
+	full := func(t *testing.T) Pod {
+		p, err := DecodePod([]byte(pod))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name  string
+		opts  []Option
+		parts Parts // the parts expected decoded
+	}{
+		{"no option", nil, AllParts},
+		{"Reads(AllParts)", []Option{Reads(AllParts)}, AllParts},
+		{"Reads(0)", []Option{Reads(0)}, 0},
+		{"Reads(Resources)", []Option{Reads(Resources)}, Resources},
+		{"Reads(Labels|Env)", []Option{Reads(Labels | Env)}, Labels | Env},
+		{"Reads(Volumes|Scheduling|Commands|Ports|VolumeMounts)", []Option{Reads(Volumes | Scheduling | Commands | Ports | VolumeMounts)}, Volumes | Scheduling | Commands | Ports | VolumeMounts},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got Pod
+			use(t, testPlugin{admit: func(r AdmitRequest) (Verdict, error) { got = r.Pod; return Allow(), nil }}, tc.opts...)
+			if out := Handle(abi.KindAdmission, []byte(`{"pod":`+pod+`}`)); !strings.Contains(string(out), `"allowed":true`) {
+				t.Fatalf("response %s", out)
+			}
+			want := full(t)
+			c, wc := &want.Spec.Containers[0], &got.Spec.Containers[0]
+			drop := func(p Parts, f func()) {
+				if tc.parts&p == 0 {
+					f()
+				}
+			}
+			drop(Labels, func() { want.Labels, want.Annotations, want.OwnerReferences = nil, nil, nil })
+			drop(Volumes, func() { want.Spec.Volumes = nil })
+			drop(Scheduling, func() { want.Spec.NodeSelector, want.Spec.Tolerations = nil, nil })
+			drop(Commands, func() { c.Command, c.Args, c.WorkingDir = nil, nil, "" })
+			drop(Env, func() { c.Env = nil })
+			drop(Ports, func() { c.Ports = nil })
+			drop(Resources, func() { c.Resources = ResourceRequirements{} })
+			drop(VolumeMounts, func() { c.VolumeMounts = nil })
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got %+v\nwant %+v", got, want)
+			}
+			if wc.Name != "c" || wc.Image != "i" || !wc.SecurityContext.IsPrivileged() || !got.Spec.HostPID || got.Namespace != "ns" {
+				t.Errorf("basic fields missing: %+v", got)
+			}
+			// A part left undecoded is still checked to be valid JSON.
+			bad := strings.Replace(pod, `"value":"1"}`, `"value":"1"x}`, 1)
+			if out := Handle(abi.KindAdmission, []byte(`{"pod":`+bad+`}`)); !strings.Contains(string(out), `"error"`) {
+				t.Errorf("malformed env accepted: %s", out)
+			}
+		})
+	}
 }
 
 func TestRegister(t *testing.T) {

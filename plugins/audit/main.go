@@ -50,6 +50,7 @@ func level() sdk.LogLevel {
 	return sdk.LevelInfo
 }
 
-func init() { sdk.Register(audit{}) }
+// init registers the hook; it reads only basic fields (names, uid, image).
+func init() { sdk.Register(audit{}, sdk.Reads(0)) }
 
 func main() {}

@@ -90,6 +90,7 @@ func Allowed(ref string, allowed []string) bool {
 	return false
 }
 
-func init() { sdk.Register(imageAllowlist{}) }
+// init registers the policy; it reads only basic fields (images).
+func init() { sdk.Register(imageAllowlist{}, sdk.Reads(0)) }
 
 func main() {}

@@ -64,6 +64,7 @@ func toMap(pairs [][2]string) map[string]string {
 	return m
 }
 
-func init() { sdk.Register(injectEnv{}) }
+// init registers the hook; it reads only the pod's namespace.
+func init() { sdk.Register(injectEnv{}, sdk.Reads(0)) }
 
 func main() {}

@@ -66,6 +66,8 @@ func (noPrivileged) Admit(req sdk.AdmitRequest) (sdk.Verdict, error) {
 	return sdk.Allow(), nil
 }
 
-func init() { sdk.Register(noPrivileged{}) }
+// init registers the policy; it reads only basic fields (host namespaces,
+// security contexts).
+func init() { sdk.Register(noPrivileged{}, sdk.Reads(0)) }
 
 func main() {}

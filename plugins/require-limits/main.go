@@ -41,6 +41,8 @@ func (requireLimits) Admit(req sdk.AdmitRequest) (sdk.Verdict, error) {
 	return sdk.Allow(), nil
 }
 
-func init() { sdk.Register(requireLimits{}) }
+// init registers the policy; besides basic fields it reads the containers'
+// resources.
+func init() { sdk.Register(requireLimits{}, sdk.Reads(sdk.Resources)) }
 
 func main() {}

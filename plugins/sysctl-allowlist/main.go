@@ -93,6 +93,8 @@ func ipc(name string) bool {
 		strings.HasPrefix(name, "kernel.msg") || strings.HasPrefix(name, "fs.mqueue.")
 }
 
-func init() { sdk.Register(sysctlAllowlist{}) }
+// init registers the policy; it reads only basic fields (the pod's security
+// context, host namespaces).
+func init() { sdk.Register(sysctlAllowlist{}, sdk.Reads(0)) }
 
 func main() {}
