@@ -23,8 +23,8 @@ import (
 
 // The same deny-privileged policy on testdata/pod4k.json, side by side:
 // native Go with encoding/json into k8s.io/api's v1.Pod (the baseline),
-// native Go with the SDK's decoder, the Go SDK module and the C module
-// through wasmlet's plugin host. Each wasm figure is reported with its ratio
+// native Go with the SDK's decoder, the Go SDK module (and a Go SDK module
+// that decodes every field) and the C module through wasmlet's plugin host. Each wasm figure is reported with its ratio
 // to the baseline ("x-native").
 //
 //	go test -run '^$' -bench Admit -benchtime 2000x ./examples/plugins/deny-privileged/
@@ -91,6 +91,13 @@ func BenchmarkAdmit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// deny-privileged registers with sdk.Reads(0); sdktest's "everything"
+	// plugin registers without options, so every field of the pod is
+	// decoded (its Admit does nothing else for this pod): the default cost.
+	allWasm, err := sdktest.BuildGo(filepath.Join(repoRoot(b), "sdk", "sdktest", "testdata", "everything"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	cWasm := buildC(b)
 	stdWasm := buildStdJSONGuest(b)
 	for _, m := range []struct {
@@ -101,6 +108,7 @@ func BenchmarkAdmit(b *testing.B) {
 		{"wasm-go-encoding-json-nodeadline", stdWasm, plugin.DeadlineNone},
 		{"wasm-go-sdk", goWasm, plugin.DeadlineAuto},
 		{"wasm-go-sdk-nodeadline", goWasm, plugin.DeadlineNone},
+		{"wasm-go-sdk-allparts", allWasm, plugin.DeadlineAuto},
 		{"wasm-c", cWasm, plugin.DeadlineAuto},
 	} {
 		p, err := sdktest.TryLoad(plugin.LoadConfig{Path: m.path, Config: plugin.Config{PoolSize: 1, Deadline: m.mode}})
