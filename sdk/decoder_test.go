@@ -243,3 +243,47 @@ func BenchmarkDecodePod_Skip(b *testing.B) {
 		}
 	}
 }
+
+// FuzzDecoder_Span checks span against the validating raw: on every value
+// raw accepts, span ends at the same byte; on anything else it neither
+// panics nor reads past the input.
+func FuzzDecoder_Span(f *testing.F) {
+	f.Add(readPod4k(f))
+	for _, s := range []string{
+		`[]`, `{}`, `null`, `1.5`, `"x"`, `[{"a":"]}\"[{"},["\\",{}]]`, `{"a":[1,{"b":"\u005d"}]}`,
+		`[{"a":"é"}, {"b" : [ ] } ]`, `[`, `{"a":"`, `["\`, `[}`, `[{"a":1}]]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := decoder{buf: data}
+		want := r.raw()
+		s := decoder{buf: data}
+		got := s.span()
+		if s.pos > len(data) {
+			t.Fatalf("input %q: span ended at %d, past the input", data, s.pos)
+		}
+		if r.err == nil && (s.err != nil || !bytes.Equal(got, want)) {
+			t.Fatalf("input %q: span %q (%v), raw %q", data, got, s.err, want)
+		}
+	})
+}
+
+func BenchmarkDecoder_Span(b *testing.B) {
+	pod := readPod4k(b)
+	data := []byte("[" + strings.Repeat(string(pod)+",", 29) + string(pod) + "]")
+	b.SetBytes(int64(len(data)))
+	for _, f := range []struct {
+		name string
+		step func(*decoder) []byte
+	}{{"raw", (*decoder).raw}, {"span", (*decoder).span}} {
+		b.Run(f.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				d := decoder{buf: data}
+				if f.step(&d); d.err != nil || d.pos != len(data) {
+					b.Fatal(d.err)
+				}
+			}
+		})
+	}
+}

@@ -319,12 +319,12 @@ func decodeAdmitRequest(buf []byte) (AdmitRequest, error) {
 		switch string(d.key) {
 		case "pod":
 			decodePod(d, &r.Pod)
-		case "node":
-			if raw := d.raw(); string(raw) != "null" {
+		case "node": // decoded (and validated) by Node
+			if raw := d.span(); string(raw) != "null" {
 				r.node = raw
 			}
-		case "podsOnNode":
-			if raw := d.raw(); string(raw) != "null" {
+		case "podsOnNode": // decoded (and validated) by PodsOnNode
+			if raw := d.span(); string(raw) != "null" {
 				r.pods = raw
 			}
 		default:
