@@ -11,7 +11,9 @@
 //	e2e.test -runtime containerd|embedded -endpoint unix://… -wasmlet bin/wasmlet …
 //
 // The same cases run against both runtimes because the workload, testbox, is
-// one program built natively and for wasip1; cases that cannot apply to a
-// runtime (a graceful SIGTERM on WASI, restarting containerd) say so when
-// skipped.
+// one program built natively and for wasip1; a case that cannot apply to a
+// runtime (a graceful SIGTERM on WASI, restarting containerd) is not
+// registered for it, and the suite logs one line naming those left out.
+// What this suite shares with cmd/wasmlet/e2eapi (flags, the agent process,
+// waits) is package harness.
 package e2e

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
 )
 
 // TestE2E runs the cases in a fixed order: first those that share one
@@ -24,24 +27,34 @@ import (
 // agent runs against the runtime at a time, because an agent owns the
 // runtime's pods and would clean up another agent's as orphans.
 func TestE2E(t *testing.T) {
+	sharedCases, out1 := forRuntime([]suiteCase[func(*testing.T, *agent)]{
+		{"StaticPod", nil, testStaticPod},
+		{"ManifestChange", nil, testManifestChange},
+		{"RestartAlways", nil, testRestartAlways},
+		{"RestartOnFailure", nil, testRestartOnFailure},
+		{"RestartNever", nil, testRestartNever},
+		{"InitContainers", nil, testInitContainers},
+		// WASI has no signals: the embedded runtime stops a workload by
+		// closing its module.
+		{"GracefulKill", containerdOnly, testGracefulKill},
+		{"BrokenManifest", nil, testBrokenManifest},
+		{"AdmissionReject", nil, testAdmissionReject},
+	})
+	ownCases, out2 := forRuntime([]suiteCase[func(*testing.T)]{
+		{"AgentRestart", nil, testAgentRestart},
+		{"RuntimeRestart", containerdOnly, testRuntimeRestart},
+		{"EmbeddedInProcess", embeddedOnly, testEmbeddedInProcess},
+		// The figures are taken on containerd.
+		{"Figures", containerdOnly, testFigures},
+	})
+	if out := append(out1, out2...); len(out) > 0 {
+		t.Logf("cases not applicable to runtime %s, not run: %s", flags.Runtime, strings.Join(out, ", "))
+	}
 	t.Run("shared", func(t *testing.T) {
-		shared := newAgent(t, "shared", *endpointFlag)
+		shared := newAgent(t, "shared", flags.Endpoint)
 		shared.start(t)
-		t.Cleanup(func() { shared.stop(t) })
-		for _, c := range []struct {
-			name string
-			f    func(*testing.T, *agent)
-		}{
-			{"StaticPod", testStaticPod},
-			{"ManifestChange", testManifestChange},
-			{"RestartAlways", testRestartAlways},
-			{"RestartOnFailure", testRestartOnFailure},
-			{"RestartNever", testRestartNever},
-			{"InitContainers", testInitContainers},
-			{"GracefulKill", testGracefulKill},
-			{"BrokenManifest", testBrokenManifest},
-			{"AdmissionReject", testAdmissionReject},
-		} {
+		t.Cleanup(func() { shared.Stop(t) })
+		for _, c := range sharedCases {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
 				shared.diagnose(t)
@@ -51,18 +64,38 @@ func TestE2E(t *testing.T) {
 	})
 	cleanRuntime(t)
 
-	for _, c := range []struct {
-		name string
-		f    func(*testing.T)
-	}{
-		{"AgentRestart", testAgentRestart},
-		{"RuntimeRestart", testRuntimeRestart},
-		{"EmbeddedInProcess", testEmbeddedInProcess},
-		{"Figures", testFigures},
-	} {
+	for _, c := range ownCases {
 		t.Run(c.name, c.f)
 		cleanRuntime(t)
 	}
+}
+
+// Runtime sets for suiteCase.runtimes.
+var (
+	containerdOnly = []string{"containerd"}
+	embeddedOnly   = []string{"embedded"}
+)
+
+// suiteCase is one case of a table and the runtimes it applies to (nil:
+// every runtime).
+type suiteCase[F any] struct {
+	name     string
+	runtimes []string
+	f        F
+}
+
+// forRuntime returns the cases that apply to -runtime, so that a case
+// which cannot apply is not registered at all (rather than skipped), and
+// the names of those it left out.
+func forRuntime[F any](cases []suiteCase[F]) (kept []suiteCase[F], out []string) {
+	for _, c := range cases {
+		if c.runtimes == nil || slices.Contains(c.runtimes, flags.Runtime) {
+			kept = append(kept, c)
+		} else {
+			out = append(out, c.name+" ("+strings.Join(c.runtimes, ",")+" only)")
+		}
+	}
+	return kept, out
 }
 
 // cleanRuntime removes whatever pods are left in the runtime between
@@ -86,7 +119,7 @@ func testStaticPod(t *testing.T, a *agent) {
 			Command: []string{"/bin/sh", "-c", "echo shell-hello; exec sleep 3600"},
 		})
 	}
-	a.write(t, "static.yaml", p)
+	a.Write(t, "static.yaml", p)
 	got := a.waitRunning(t, "static", 60*time.Second)
 
 	if got.Namespace != "default" || got.Spec.NodeName != nodeName {
@@ -114,7 +147,7 @@ func testStaticPod(t *testing.T, a *agent) {
 	logFile := a.containerLog(got, "main", 0)
 	content := readFileEventually(t, logFile, "static-hello 1", 30*time.Second)
 	if !regexp.MustCompile(`(?m)^\S+ stdout F static-hello 1$`).MatchString(content) {
-		t.Errorf("%s: no CRI-format line `<time> stdout F static-hello 1`:\n%s", logFile, tail(content, 400))
+		t.Errorf("%s: no CRI-format line `<time> stdout F static-hello 1`:\n%s", logFile, harness.Tail(content, 400))
 	}
 	if *busyboxFlag != "" {
 		readFileEventually(t, a.containerLog(got, "shell", 0), "shell-hello", 30*time.Second)
@@ -167,12 +200,12 @@ func testStaticPod(t *testing.T, a *agent) {
 	// /metrics: the sync loop turns, the pod's start and the PLEG relists
 	// are counted.
 	for _, name := range []string{"wasmlet_sync_loop_iterations_total", "wasmlet_pod_start_duration_seconds_count", "wasmlet_pleg_relist_duration_seconds_count"} {
-		eventually(t, 30*time.Second, "/metrics: "+name+" > 0", func() (bool, string) {
-			v, err := a.metric(name)
+		harness.Eventually(t, 30*time.Second, "/metrics: "+name+" > 0", func() (bool, string) {
+			v, err := a.Metric(name)
 			return err == nil && v > 0, fmt.Sprint(v, err)
 		})
 	}
-	a.remove(t, "static.yaml")
+	a.Remove(t, "static.yaml")
 	a.waitGone(t, "static", 60*time.Second)
 }
 
@@ -196,12 +229,12 @@ func containerNames(p *v1.Pod) []string {
 // 2. Manifest changed → the pod is recreated with the new spec; manifest
 // removed → its containers and sandbox are gone from the runtime.
 func testManifestChange(t *testing.T, a *agent) {
-	a.write(t, "change.yaml", newPod("change", v1.RestartPolicyAlways, box("main", "log", "200ms", "version-one")))
+	a.Write(t, "change.yaml", newPod("change", v1.RestartPolicyAlways, box("main", "log", "200ms", "version-one")))
 	old := a.waitRunning(t, "change", 60*time.Second)
 	oldID := runtimeID(status(old, "main").ContainerID)
 	readFileEventually(t, a.containerLog(old, "main", 0), "version-one 1", 30*time.Second)
 
-	a.write(t, "change.yaml", newPod("change", v1.RestartPolicyAlways, box("main", "log", "200ms", "version-two")))
+	a.Write(t, "change.yaml", newPod("change", v1.RestartPolicyAlways, box("main", "log", "200ms", "version-two")))
 	updated := a.waitPod(t, "change", 60*time.Second, "running with the new spec", func(p *v1.Pod) bool {
 		return allRunning(p) && runtimeID(status(p, "main").ContainerID) != oldID &&
 			len(p.Spec.Containers) == 1 && strings.Join(p.Spec.Containers[0].Args, " ") == "log 200ms version-two"
@@ -217,7 +250,7 @@ func testManifestChange(t *testing.T, a *agent) {
 	if n := len(podContainers(t, "change")); n == 0 {
 		t.Fatalf("the runtime lists no container labelled %s=%s", labelPodName, staticName("change"))
 	}
-	eventually(t, 60*time.Second, "the old container stopped", func() (bool, string) {
+	harness.Eventually(t, 60*time.Second, "the old container stopped", func() (bool, string) {
 		for _, c := range podContainers(t, "change") {
 			if c.Id == oldID {
 				return c.State != runtimeapi.ContainerState_CONTAINER_RUNNING, c.State.String()
@@ -226,7 +259,7 @@ func testManifestChange(t *testing.T, a *agent) {
 		return true, "removed"
 	})
 
-	a.remove(t, "change.yaml")
+	a.Remove(t, "change.yaml")
 	a.waitGone(t, "change", 60*time.Second)
 	waitRuntimeStopped(t, "change", 60*time.Second)
 	// The kubelet removes a deleted pod's sandbox in a cleanup that runs
@@ -237,7 +270,7 @@ func testManifestChange(t *testing.T, a *agent) {
 // 3a. restartPolicy Always: an exiting container restarts with a growing
 // back-off and a rising restart count; the pod stays Running.
 func testRestartAlways(t *testing.T, a *agent) {
-	a.write(t, "always.yaml", newPod("always", v1.RestartPolicyAlways, box("main", "echo", "up", ";", "sleep", "1s", ";", "exit", "1")))
+	a.Write(t, "always.yaml", newPod("always", v1.RestartPolicyAlways, box("main", "echo", "up", ";", "sleep", "1s", ";", "exit", "1")))
 	// gaps[n] is the time between the end of run n-1 and the start of run n,
 	// read off /pods (lastState.finishedAt → state.startedAt).
 	gaps := map[int32]time.Duration{}
@@ -268,15 +301,15 @@ func testRestartAlways(t *testing.T, a *agent) {
 	if !sawBackOff {
 		t.Errorf("never saw the container waiting with reason CrashLoopBackOff between restarts")
 	}
-	a.remove(t, "always.yaml")
+	a.Remove(t, "always.yaml")
 	a.waitGone(t, "always", 60*time.Second)
 }
 
 // 3b. restartPolicy OnFailure: success ends the pod Succeeded with no
 // restart; failure restarts the container.
 func testRestartOnFailure(t *testing.T, a *agent) {
-	a.write(t, "onfail-ok.yaml", newPod("onfail-ok", v1.RestartPolicyOnFailure, box("main", "echo", "done", ";", "exit", "0")))
-	a.write(t, "onfail-bad.yaml", newPod("onfail-bad", v1.RestartPolicyOnFailure, box("main", "echo", "failing", ";", "exit", "3")))
+	a.Write(t, "onfail-ok.yaml", newPod("onfail-ok", v1.RestartPolicyOnFailure, box("main", "echo", "done", ";", "exit", "0")))
+	a.Write(t, "onfail-bad.yaml", newPod("onfail-bad", v1.RestartPolicyOnFailure, box("main", "echo", "failing", ";", "exit", "3")))
 	ok := a.waitPod(t, "onfail-ok", 60*time.Second, "Succeeded", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
 	checkTerminated(t, ok, "main", 0, "Completed")
 	bad := a.waitPod(t, "onfail-bad", 60*time.Second, "restarted after exit 3", func(p *v1.Pod) bool {
@@ -290,16 +323,16 @@ func testRestartOnFailure(t *testing.T, a *agent) {
 		t.Errorf("pod %s: last termination %+v, want exit code 3", bad.Name, last)
 	}
 	a.staysTerminal(t, "onfail-ok", v1.PodSucceeded)
-	a.remove(t, "onfail-ok.yaml")
-	a.remove(t, "onfail-bad.yaml")
+	a.Remove(t, "onfail-ok.yaml")
+	a.Remove(t, "onfail-bad.yaml")
 	a.waitGone(t, "onfail-ok", 60*time.Second)
 	a.waitGone(t, "onfail-bad", 60*time.Second)
 }
 
 // 3c. restartPolicy Never: exit 0 → Succeeded, exit 3 → Failed, no restart.
 func testRestartNever(t *testing.T, a *agent) {
-	a.write(t, "never-ok.yaml", newPod("never-ok", v1.RestartPolicyNever, box("main", "echo", "done", ";", "exit", "0")))
-	a.write(t, "never-bad.yaml", newPod("never-bad", v1.RestartPolicyNever, box("main", "echo", "failing", ";", "exit", "3")))
+	a.Write(t, "never-ok.yaml", newPod("never-ok", v1.RestartPolicyNever, box("main", "echo", "done", ";", "exit", "0")))
+	a.Write(t, "never-bad.yaml", newPod("never-bad", v1.RestartPolicyNever, box("main", "echo", "failing", ";", "exit", "3")))
 	ok := a.waitPod(t, "never-ok", 60*time.Second, "Succeeded", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
 	checkTerminated(t, ok, "main", 0, "Completed")
 	bad := a.waitPod(t, "never-bad", 60*time.Second, "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
@@ -308,8 +341,8 @@ func testRestartNever(t *testing.T, a *agent) {
 	if n := len(podContainers(t, "never-bad")); n != 1 {
 		t.Errorf("pod %s: %d containers in the runtime, want the 1 that ran", staticName("never-bad"), n)
 	}
-	a.remove(t, "never-ok.yaml")
-	a.remove(t, "never-bad.yaml")
+	a.Remove(t, "never-ok.yaml")
+	a.Remove(t, "never-bad.yaml")
 	a.waitGone(t, "never-ok", 60*time.Second)
 	a.waitGone(t, "never-bad", 60*time.Second)
 }
@@ -318,12 +351,12 @@ func testRestartNever(t *testing.T, a *agent) {
 // and syncs): it must keep its phase and its container must not restart.
 func (a *agent) staysTerminal(t *testing.T, name string, phase v1.PodPhase) {
 	t.Helper()
-	holds(t, 3*time.Second, fmt.Sprintf("%s stays %s with 0 restarts", staticName(name), phase), func() (bool, string) {
+	harness.Holds(t, 3*time.Second, fmt.Sprintf("%s stays %s with 0 restarts", staticName(name), phase), func() (bool, string) {
 		p, err := a.pod(name)
 		if err != nil || p == nil {
-			return false, fmt.Sprint(err, podSummary(p))
+			return false, fmt.Sprint(err, harness.PodSummary(p))
 		}
-		return p.Status.Phase == phase && status(p, "main").RestartCount == 0, podSummary(p)
+		return p.Status.Phase == phase && status(p, "main").RestartCount == 0, harness.PodSummary(p)
 	})
 }
 
@@ -331,7 +364,7 @@ func checkTerminated(t *testing.T, p *v1.Pod, container string, code int32, reas
 	t.Helper()
 	cs := status(p, container)
 	if cs == nil || cs.State.Terminated == nil {
-		t.Errorf("pod %s: container %s not terminated: %s", p.Name, container, podSummary(p))
+		t.Errorf("pod %s: container %s not terminated: %s", p.Name, container, harness.PodSummary(p))
 		return
 	}
 	if term := cs.State.Terminated; term.ExitCode != code || term.Reason != reason || cs.RestartCount != 0 {
@@ -354,7 +387,7 @@ func testInitContainers(t *testing.T, a *agent) {
 		p.Spec.InitContainers[i].VolumeMounts = mount
 	}
 	p.Spec.Containers[0].VolumeMounts = mount
-	a.write(t, "init.yaml", p)
+	a.Write(t, "init.yaml", p)
 	got := a.waitRunning(t, "init", 60*time.Second)
 	if s := condition(got, v1.PodInitialized); s != v1.ConditionTrue {
 		t.Errorf("pod %s: Initialized %q, want True", got.Name, s)
@@ -362,7 +395,7 @@ func testInitContainers(t *testing.T, a *agent) {
 	first, second, main := status(got, "first"), status(got, "second"), status(got, "main")
 	for _, cs := range []*v1.ContainerStatus{first, second} {
 		if cs == nil || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 0 || cs.State.Terminated.Reason != "Completed" {
-			t.Fatalf("pod %s: init containers not completed: %s", got.Name, podSummary(got))
+			t.Fatalf("pod %s: init containers not completed: %s", got.Name, harness.PodSummary(got))
 		}
 	}
 	if !first.State.Terminated.FinishedAt.Time.After(first.State.Terminated.StartedAt.Time) ||
@@ -376,16 +409,13 @@ func testInitContainers(t *testing.T, a *agent) {
 	if !regexp.MustCompile(`stdout F first\n.*stdout F second\n`).MatchString(content) {
 		t.Errorf("pod %s: main's log does not show first then second:\n%s", got.Name, content)
 	}
-	a.remove(t, "init.yaml")
+	a.Remove(t, "init.yaml")
 	a.waitGone(t, "init", 60*time.Second)
 }
 
 // Graceful kill: removing the pod sends SIGTERM first; testbox logs it.
 func testGracefulKill(t *testing.T, a *agent) {
-	if *runtimeFlag != "containerd" {
-		t.Skipf("WASI has no signals: the %s runtime stops a workload by closing its module", *runtimeFlag)
-	}
-	a.write(t, "graceful.yaml", newPod("graceful", v1.RestartPolicyAlways, box("main", "log", "100ms", "tick")))
+	a.Write(t, "graceful.yaml", newPod("graceful", v1.RestartPolicyAlways, box("main", "log", "100ms", "tick")))
 	got := a.waitRunning(t, "graceful", 60*time.Second)
 	logFile := a.containerLog(got, "main", 0)
 	readFileEventually(t, logFile, "tick 1", 30*time.Second)
@@ -397,15 +427,15 @@ func testGracefulKill(t *testing.T, a *agent) {
 	}
 	defer f.Close()
 	start := time.Now()
-	a.remove(t, "graceful.yaml")
-	eventually(t, 30*time.Second, "testbox: terminated in the log after the pod's removal", func() (bool, string) {
+	a.Remove(t, "graceful.yaml")
+	harness.Eventually(t, 30*time.Second, "testbox: terminated in the log after the pod's removal", func() (bool, string) {
 		fi, err := f.Stat()
 		if err != nil {
 			return false, err.Error()
 		}
 		b := make([]byte, fi.Size())
 		n, _ := f.ReadAt(b, 0)
-		return strings.Contains(string(b[:n]), "stdout F testbox: terminated"), tail(string(b[:n]), 200)
+		return strings.Contains(string(b[:n]), "stdout F testbox: terminated"), harness.Tail(string(b[:n]), 200)
 	})
 	if d := time.Since(start); d > 5*time.Second+3*time.Second {
 		t.Errorf("graceful stop took %v; the container exits at once on SIGTERM", d)
@@ -416,23 +446,23 @@ func testGracefulKill(t *testing.T, a *agent) {
 // 7. A broken manifest → an error naming the file in the agent's log; the
 // other pods are untouched.
 func testBrokenManifest(t *testing.T, a *agent) {
-	a.write(t, "bystander.yaml", newPod("bystander", v1.RestartPolicyAlways, box("main", "log", "1s", "still here")))
+	a.Write(t, "bystander.yaml", newPod("bystander", v1.RestartPolicyAlways, box("main", "log", "1s", "still here")))
 	before := a.waitRunning(t, "bystander", 60*time.Second)
 	beforeID := status(before, "main").ContainerID
 
-	a.writeRaw(t, "broken-manifest.yaml", []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: [broken\nspec:\n  containers: 7\n"))
-	eventually(t, 60*time.Second, "an error naming broken-manifest.yaml in the agent's log", func() (bool, string) {
-		return a.logContains("broken-manifest.yaml"), ""
+	a.WriteRaw(t, "broken-manifest.yaml", []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: [broken\nspec:\n  containers: 7\n"))
+	harness.Eventually(t, 60*time.Second, "an error naming broken-manifest.yaml in the agent's log", func() (bool, string) {
+		return a.LogContains("broken-manifest.yaml"), ""
 	})
 	after, err := a.pod("bystander")
 	if err != nil || after == nil || !allRunning(after) || status(after, "main").ContainerID != beforeID || status(after, "main").RestartCount != 0 {
-		t.Errorf("bystander disturbed by the broken manifest: before %s, after %s (%v)", podSummary(before), podSummary(after), err)
+		t.Errorf("bystander disturbed by the broken manifest: before %s, after %s (%v)", harness.PodSummary(before), harness.PodSummary(after), err)
 	}
 	if st := containerStatus(t, runtimeID(beforeID)); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
 		t.Errorf("bystander container %s is %s in the runtime", beforeID, st.State)
 	}
-	a.remove(t, "broken-manifest.yaml")
-	a.remove(t, "bystander.yaml")
+	a.Remove(t, "broken-manifest.yaml")
+	a.Remove(t, "bystander.yaml")
 	a.waitGone(t, "bystander", 60*time.Second)
 }
 
@@ -442,33 +472,33 @@ func testBrokenManifest(t *testing.T, a *agent) {
 func testAdmissionReject(t *testing.T, a *agent) {
 	c := box("main", "sleep", "inf")
 	c.Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1000")}
-	a.write(t, "toobig.yaml", newPod("toobig", v1.RestartPolicyAlways, c))
+	a.Write(t, "toobig.yaml", newPod("toobig", v1.RestartPolicyAlways, c))
 	got := a.waitPod(t, "toobig", 60*time.Second, "Failed (rejected)", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
 	if got.Status.Reason != "OutOfcpu" || !strings.Contains(got.Status.Message, "cpu") {
 		t.Errorf("pod %s: reason %q message %q, want OutOfcpu and a message about cpu", got.Name, got.Status.Reason, got.Status.Message)
 	}
-	eventually(t, 30*time.Second, "the rejection in the agent's log and metrics", func() (bool, string) {
-		v, err := a.metricWhere("wasmlet_admission_results_total", `result="reject"`)
-		return a.logContains(staticName("toobig")) && err == nil && v > 0, fmt.Sprint(v, err)
+	harness.Eventually(t, 30*time.Second, "the rejection in the agent's log and metrics", func() (bool, string) {
+		v, err := a.Metric("wasmlet_admission_results_total", `result="reject"`)
+		return a.LogContains(staticName("toobig")) && err == nil && v > 0, fmt.Sprint(v, err)
 	})
 	if n := len(podSandboxes(t, "toobig")); n != 0 {
 		t.Errorf("pod %s: %d sandboxes in the runtime; a rejected pod must not run", got.Name, n)
 	}
-	a.remove(t, "toobig.yaml")
+	a.Remove(t, "toobig.yaml")
 	a.waitGone(t, "toobig", 60*time.Second)
 }
 
 // 5. The agent killed with 10 pods running and started again → no
 // container restarted: same container IDs, restart counts unchanged.
 func testAgentRestart(t *testing.T) {
-	a := newAgent(t, "restart", *endpointFlag)
+	a := newAgent(t, "restart", flags.Endpoint)
 	a.start(t)
-	defer a.stop(t)
+	defer a.Stop(t)
 	a.diagnose(t)
 	names := make([]string, 10)
 	for i := range names {
 		names[i] = fmt.Sprintf("keep%d", i)
-		a.write(t, names[i]+".yaml", hostNet(newPod(names[i], v1.RestartPolicyAlways, box("main", "log", "2s", "alive"))))
+		a.Write(t, names[i]+".yaml", hostNet(newPod(names[i], v1.RestartPolicyAlways, box("main", "log", "2s", "alive"))))
 	}
 	ids := map[string]string{}
 	for _, n := range names {
@@ -477,7 +507,7 @@ func testAgentRestart(t *testing.T) {
 	before := runtimeSnapshot(t, names)
 	checkSnapshot(t, before, len(names))
 
-	a.kill(t)
+	a.Kill(t)
 	if diff := diffSnapshots(before, runtimeSnapshot(t, names)); diff != "" {
 		t.Fatalf("containers changed when the agent died: %s", diff)
 	}
@@ -489,7 +519,7 @@ func testAgentRestart(t *testing.T) {
 		})
 	}
 	// Three PLEG relists and syncs' worth of watching: nothing may change.
-	holds(t, 3*time.Second, "the runtime's containers as before the agent restart", func() (bool, string) {
+	harness.Holds(t, 3*time.Second, "the runtime's containers as before the agent restart", func() (bool, string) {
 		d := diffSnapshots(before, runtimeSnapshot(t, names))
 		return d == "", d
 	})
@@ -499,16 +529,16 @@ func testAgentRestart(t *testing.T) {
 // pods are kept.
 func testRuntimeRestart(t *testing.T) {
 	if *ctrdBaseFlag == "" {
-		t.Skipf("needs -containerd-base (a containerd this suite may restart); runtime %s", *runtimeFlag)
+		t.Fatal("-containerd-base (a containerd this suite may restart) is required on containerd")
 	}
-	a := newAgent(t, "ctrd-restart", *endpointFlag)
+	a := newAgent(t, "ctrd-restart", flags.Endpoint)
 	a.start(t)
-	defer a.stop(t)
+	defer a.Stop(t)
 	a.diagnose(t)
 	names := []string{"kept0", "kept1", "kept2"}
 	ids := map[string]string{}
 	for _, n := range names {
-		a.write(t, n+".yaml", hostNet(newPod(n, v1.RestartPolicyAlways, box("main", "log", "2s", "alive"))))
+		a.Write(t, n+".yaml", hostNet(newPod(n, v1.RestartPolicyAlways, box("main", "log", "2s", "alive"))))
 	}
 	for _, n := range names {
 		ids[n] = status(a.waitRunning(t, n, 60*time.Second), "main").ContainerID
@@ -517,11 +547,11 @@ func testRuntimeRestart(t *testing.T) {
 	checkSnapshot(t, before, len(names))
 
 	restartContainerd(t)
-	if !a.running() {
+	if !a.Running() {
 		t.Fatalf("the agent exited when containerd went away")
 	}
-	eventually(t, 60*time.Second, "agent /healthz 200 after the containerd restart", func() (bool, string) {
-		code, body, err := a.get("/healthz")
+	harness.Eventually(t, 60*time.Second, "agent /healthz 200 after the containerd restart", func() (bool, string) {
+		code, body, err := a.Get("/healthz")
 		return err == nil && code == 200, fmt.Sprint(code, string(body), err)
 	})
 	for _, n := range names {
@@ -531,9 +561,9 @@ func testRuntimeRestart(t *testing.T) {
 		})
 	}
 	// The agent works on the new connection: a new pod starts.
-	a.write(t, "after.yaml", hostNet(newPod("after", v1.RestartPolicyAlways, box("main", "log", "2s", "alive"))))
+	a.Write(t, "after.yaml", hostNet(newPod("after", v1.RestartPolicyAlways, box("main", "log", "2s", "alive"))))
 	a.waitRunning(t, "after", 60*time.Second)
-	holds(t, 3*time.Second, "the runtime's containers as before the containerd restart", func() (bool, string) {
+	harness.Holds(t, 3*time.Second, "the runtime's containers as before the containerd restart", func() (bool, string) {
 		d := diffSnapshots(before, runtimeSnapshot(t, names))
 		return d == "", d
 	})
@@ -554,10 +584,10 @@ func restartContainerd(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		t.Fatalf("stopping containerd %d: %v", pid, err)
 	}
-	eventually(t, 30*time.Second, fmt.Sprintf("containerd %d exited", pid), func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, fmt.Sprintf("containerd %d exited", pid), func() (bool, string) {
 		return syscall.Kill(pid, 0) != nil, ""
 	})
-	out, err := exec.Command(filepath.Join(*hackFlag, "containerd", "up.sh"), *ctrdBaseFlag).CombinedOutput()
+	out, err := exec.Command(filepath.Join(flags.Hack, "containerd", "up.sh"), *ctrdBaseFlag).CombinedOutput()
 	if err != nil {
 		t.Fatalf("restarting containerd: %v\n%s", err, out)
 	}
@@ -571,12 +601,9 @@ func restartContainerd(t *testing.T) {
 // The embedded runtime in-process (`wasmlet run` with no endpoint, what
 // `make run` does): a pod runs and logs.
 func testEmbeddedInProcess(t *testing.T) {
-	if *runtimeFlag != "embedded" {
-		t.Skipf("only for the embedded runtime; runtime %s", *runtimeFlag)
-	}
 	a := newAgent(t, "inproc", "")
 	a.start(t)
-	defer a.stop(t)
+	defer a.Stop(t)
 	a.diagnose(t)
 	if *wasmFlag == "" {
 		t.Fatal("-wasm (testbox.wasm) is required for the embedded runtime")
@@ -585,9 +612,9 @@ func testEmbeddedInProcess(t *testing.T) {
 	// referenced by path and pulled (imported) from the file.
 	c := box("main", "log", "200ms", "in-process")
 	c.Image = *wasmFlag
-	a.write(t, "hello.yaml", newPod("hello", v1.RestartPolicyAlways, c))
+	a.Write(t, "hello.yaml", newPod("hello", v1.RestartPolicyAlways, c))
 	got := a.waitRunning(t, "hello", 60*time.Second)
 	readFileEventually(t, a.containerLog(got, "main", 0), "in-process 1", 30*time.Second)
-	a.remove(t, "hello.yaml")
+	a.Remove(t, "hello.yaml")
 	a.waitGone(t, "hello", 60*time.Second)
 }

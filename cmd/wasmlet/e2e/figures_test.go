@@ -13,8 +13,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/cri"
+	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
 )
 
 // Figures (issue 3, "Speed and memory"), on containerd: N host-network
@@ -23,18 +25,15 @@ import (
 // same run; and the agent's RSS with the N pods running and no plugins.
 // Printed as lines starting with "FIGURE".
 func testFigures(t *testing.T) {
-	if *runtimeFlag != "containerd" {
-		t.Skipf("the figures are taken on containerd; runtime %s", *runtimeFlag)
-	}
-	n := *benchPodsFlag
+	n := flags.BenchPods
 
 	floor1 := floor(t, n, 1)
 	cleanRuntime(t)
 
 	// The agent: N manifests written at once.
-	a := newAgent(t, "figures", *endpointFlag)
+	a := newAgent(t, "figures", flags.Endpoint)
 	a.start(t)
-	defer a.stop(t)
+	defer a.Stop(t)
 	a.diagnose(t)
 	names := make([]string, n)
 	pods := make([][]byte, n)
@@ -44,9 +43,9 @@ func testFigures(t *testing.T) {
 	}
 	start := time.Now()
 	for i, name := range names {
-		a.writeRaw(t, name+".yaml", pods[i])
+		a.WriteRaw(t, name+".yaml", pods[i])
 	}
-	eventually(t, 5*time.Minute, fmt.Sprintf("%d bench containers running in the runtime", n), func() (bool, string) {
+	harness.Eventually(t, 5*time.Minute, fmt.Sprintf("%d bench containers running in the runtime", n), func() (bool, string) {
 		ctx, cancel := withTimeout(30 * time.Second)
 		defer cancel()
 		cs, err := rt.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}})
@@ -62,8 +61,8 @@ func testFigures(t *testing.T) {
 		return running == n, fmt.Sprintf("%d running", running)
 	})
 	viaAgent := time.Since(start)
-	eventually(t, time.Minute, fmt.Sprintf("/pods shows %d bench pods Running", n), func() (bool, string) {
-		l, err := a.pods()
+	harness.Eventually(t, time.Minute, fmt.Sprintf("/pods shows %d bench pods Running", n), func() (bool, string) {
+		l, err := a.Pods()
 		if err != nil {
 			return false, err.Error()
 		}
@@ -78,14 +77,14 @@ func testFigures(t *testing.T) {
 	inPods := time.Since(start)
 	// RSS when every pod runs, then over five seconds of steady state (the
 	// Go heap grows and shrinks with GC cycles).
-	rss, rssMax, rssLast := vmRSS(t, a.pid()), int64(0), int64(0)
+	rss, rssMax, rssLast := vmRSS(t, a.Pid()), int64(0), int64(0)
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(pollEvery) {
-		rssLast = vmRSS(t, a.pid())
+		rssLast = vmRSS(t, a.Pid())
 		rssMax = max(rssMax, rssLast)
 	}
-	anon, file := procStatus(t, a.pid(), "RssAnon"), procStatus(t, a.pid(), "RssFile")
+	anon, file := procStatus(t, a.Pid(), "RssAnon"), procStatus(t, a.Pid(), "RssFile")
 	load := loadAvg()
-	a.stop(t)
+	a.Stop(t)
 	cleanRuntime(t)
 	// The floor again after the agent: the machine is shared and its load
 	// changes, so the agent is compared with the faster of the two.
@@ -102,13 +101,13 @@ func testFigures(t *testing.T) {
 // client, as the kubelet would start one pod, and returns the time taken.
 func floor(t *testing.T, n, round int) time.Duration {
 	t.Helper()
-	logDir := filepath.Join(*baseFlag, fmt.Sprintf("floor%d-logs", round))
+	logDir := filepath.Join(flags.Base, fmt.Sprintf("floor%d-logs", round))
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("floor%d-%d", round, i)
 		ctx, cancel := withTimeout(2 * time.Minute)
 		_, _, err := rt.RunPod(ctx, cri.Pod{
-			Name: name, Namespace: "default", UID: fmt.Sprintf("floor-uid-%d-%d", round, i), Image: *imageFlag,
+			Name: name, Namespace: "default", UID: fmt.Sprintf("floor-uid-%d-%d", round, i), Image: flags.Image,
 			Args: []string{"sleep", "inf"}, HostNetwork: true, LogDir: filepath.Join(logDir, name),
 		})
 		cancel()
@@ -135,10 +134,7 @@ func loadAvg() string {
 
 func manifestYAML(t testing.TB, p *v1.Pod) []byte {
 	t.Helper()
-	dir := t.TempDir()
-	a := &agent{dir: dir, manifests: dir}
-	a.write(t, "p.yaml", p)
-	b, err := os.ReadFile(filepath.Join(dir, "p.yaml"))
+	b, err := yaml.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
 	"github.com/wasmlet/wasmlet/host/config"
 	"github.com/wasmlet/wasmlet/host/extension"
 )
@@ -43,8 +44,8 @@ func TestPlugins(t *testing.T) {
 	ensurePlugins(t, pluginBuildDir(), "url-source", "no-privileged", "image-allowlist", "inject-env", "audit")
 	srv := newPodServer(t)
 	srv.setRaw([]byte(`{"apiVersion":"v1","kind":"PodList","items":[]}`))
-	a := newAgent(t, "plugins", *endpointFlag)
-	pd := &pluginDir{dir: filepath.Join(a.dir, "plugins")}
+	a := newAgent(t, "plugins", flags.Endpoint)
+	pd := &pluginDir{dir: filepath.Join(a.Dir, "plugins")}
 	if err := os.MkdirAll(pd.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestPlugins(t *testing.T) {
 		m.Config = map[string]string{"url": srv.url(), "pollInterval": "1s", "timeout": "2s"}
 	})
 	pd.install(t, "no-privileged", nil, nil)
-	pd.install(t, "image-allowlist", nil, func(m *abi.Manifest) { m.Config["allowed"] = registryOf(*imageFlag) })
+	pd.install(t, "image-allowlist", nil, func(m *abi.Manifest) { m.Config["allowed"] = registryOf(flags.Image) })
 	pd.install(t, "inject-env", nil, func(m *abi.Manifest) { m.Config["env"] = "WASMLET_E2E=injected-by-plugin\n" })
 	pd.install(t, "audit", nil, nil)
 
@@ -60,7 +61,7 @@ func TestPlugins(t *testing.T) {
 	*agentFlagsFlag = strings.TrimSpace(saved + " --plugin-dir " + pd.dir)
 	a.start(t)
 	*agentFlagsFlag = saved
-	t.Cleanup(func() { a.stop(t) })
+	t.Cleanup(func() { a.Stop(t) })
 
 	for _, c := range []struct {
 		name string
@@ -76,7 +77,7 @@ func TestPlugins(t *testing.T) {
 			c.f(t, a, pd, srv)
 		})
 	}
-	if !a.logContains("audit: PreCreate pod default/") || !a.logContains("audit: PodTerminated pod default/") {
+	if !a.LogContains("audit: PreCreate pod default/") || !a.LogContains("audit: PodTerminated pod default/") {
 		t.Errorf("the audit hook's lines are missing from the agent's log")
 	}
 }
@@ -101,14 +102,14 @@ func testURLSource(t *testing.T, a *agent, _ *pluginDir, srv *podServer) {
 	}
 
 	srv.down(t)
-	holds(t, 6*time.Second, "the URL's pod keeps running while the server is down", func() (bool, string) {
+	harness.Holds(t, 6*time.Second, "the URL's pod keeps running while the server is down", func() (bool, string) {
 		p, err := a.pod("fromurl")
 		if err != nil {
 			return false, err.Error()
 		}
-		return p != nil && p.UID == p2.UID && allRunning(p), podSummary(p)
+		return p != nil && p.UID == p2.UID && allRunning(p), harness.PodSummary(p)
 	})
-	if !a.logContains("source plugin poll failed; keeping its last good pods") {
+	if !a.LogContains("source plugin poll failed; keeping its last good pods") {
 		t.Errorf("no poll failure logged while the server was down")
 	}
 
@@ -124,11 +125,11 @@ func testNoPrivilegedAndInjectEnv(t *testing.T, a *agent, _ *pluginDir, _ *podSe
 	priv := newPod("priv", v1.RestartPolicyAlways, box("main", "sleep", "inf"))
 	yes := true
 	priv.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: &yes}
-	a.write(t, "priv.yaml", priv)
+	a.Write(t, "priv.yaml", priv)
 	plain := newPod("plain", v1.RestartPolicyAlways, box("main", "env", "WASMLET_E2E", ";", "sleep", "inf"))
-	a.write(t, "plain.yaml", plain)
-	defer a.remove(t, "priv.yaml")
-	defer a.remove(t, "plain.yaml")
+	a.Write(t, "plain.yaml", plain)
+	defer a.Remove(t, "priv.yaml")
+	defer a.Remove(t, "plain.yaml")
 
 	a.waitPod(t, "priv", time.Minute, "Failed by no-privileged", func(p *v1.Pod) bool {
 		return p.Status.Phase == v1.PodFailed && p.Status.Reason == "Privileged" && strings.Contains(p.Status.Message, "no-privileged")
@@ -148,10 +149,10 @@ func testNoPrivilegedAndInjectEnv(t *testing.T, a *agent, _ *pluginDir, _ *podSe
 // a clear reason under Fail, is ignored (logged, counted) under Ignore, and
 // the agent stays up.
 func testFaultyPlugins(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
-	wasm := buildGoguest(t, a.dir)
+	wasm := buildGoguest(t, a.Dir)
 	defer func() {
 		pd.uninstall(t, "faulty")
-		eventually(t, time.Minute, "/plugins without faulty", func() (bool, string) {
+		harness.Eventually(t, time.Minute, "/plugins without faulty", func() (bool, string) {
 			ps, err := a.plugins()
 			if err != nil {
 				return false, err.Error()
@@ -174,7 +175,7 @@ func testFaultyPlugins(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
 			})
 			waitPlugin(t, a, "faulty", "version "+version, func(s extension.PluginStatus) bool { return s.Version == version })
 			name := strings.ToLower(string(policy)) + "-" + fault
-			a.write(t, name+".yaml", newPod(name, v1.RestartPolicyAlways, box("main", "sleep", "inf")))
+			a.Write(t, name+".yaml", newPod(name, v1.RestartPolicyAlways, box("main", "sleep", "inf")))
 			if policy == abi.FailurePolicyFail {
 				a.waitPod(t, name, time.Minute, "rejected because faulty failed", func(p *v1.Pod) bool {
 					return p.Status.Phase == v1.PodFailed && p.Status.Reason == "AdmissionError" &&
@@ -186,17 +187,17 @@ func testFaultyPlugins(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
 				if fault == "spin" && s.Timeouts < 1 {
 					t.Errorf("spin: no timeout counted: %+v", s)
 				}
-				if !a.logContains("plugin call failed; ignored (failurePolicy Ignore)") {
+				if !a.LogContains("plugin call failed; ignored (failurePolicy Ignore)") {
 					t.Errorf("%s: the ignored failure is not logged", fault)
 				}
 			}
-			if code, _, err := a.get("/healthz"); err != nil || code != http.StatusOK || !a.running() {
+			if code, _, err := a.Get("/healthz"); err != nil || code != http.StatusOK || !a.Running() {
 				t.Fatalf("agent unhealthy after a %s plugin under %s: %d %v", fault, policy, code, err)
 			}
-			a.remove(t, name+".yaml")
+			a.Remove(t, name+".yaml")
 		}
 	}
-	if n, err := a.metric("wasmlet_plugin_failures_total"); err != nil || n < 6 {
+	if n, err := a.Metric("wasmlet_plugin_failures_total"); err != nil || n < 6 {
 		t.Errorf("wasmlet_plugin_failures_total = %v (%v), want ≥ 6", n, err)
 	}
 }
@@ -204,8 +205,8 @@ func testFaultyPlugins(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
 // A new version dropped into the directory changes verdicts without a
 // restart; a broken one is refused, shown failed, and the old one serves.
 func testHotReload(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
-	a.write(t, "reload-a.yaml", newPod("reload-a", v1.RestartPolicyAlways, box("main", "sleep", "inf")))
-	defer a.remove(t, "reload-a.yaml")
+	a.Write(t, "reload-a.yaml", newPod("reload-a", v1.RestartPolicyAlways, box("main", "sleep", "inf")))
+	defer a.Remove(t, "reload-a.yaml")
 	a.waitRunning(t, "reload-a", 2*time.Minute)
 
 	pd.install(t, "image-allowlist", nil, func(m *abi.Manifest) {
@@ -213,8 +214,8 @@ func testHotReload(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
 		m.Config["allowed"] = "registry.example.invalid"
 	})
 	waitPlugin(t, a, "image-allowlist", "version 2.0.0", func(s extension.PluginStatus) bool { return s.Version == "2.0.0" })
-	a.write(t, "reload-b.yaml", newPod("reload-b", v1.RestartPolicyAlways, box("main", "sleep", "inf")))
-	defer a.remove(t, "reload-b.yaml")
+	a.Write(t, "reload-b.yaml", newPod("reload-b", v1.RestartPolicyAlways, box("main", "sleep", "inf")))
+	defer a.Remove(t, "reload-b.yaml")
 	a.waitPod(t, "reload-b", time.Minute, "rejected by image-allowlist 2.0.0", func(p *v1.Pod) bool {
 		return p.Status.Phase == v1.PodFailed && p.Status.Reason == "ImageNotAllowed" && strings.Contains(p.Status.Message, "image-allowlist")
 	})
@@ -225,18 +226,18 @@ func testHotReload(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
 	if s.State != "loaded" || s.Version != "2.0.0" || !strings.Contains(s.Error, "compile") {
 		t.Errorf("after a broken version: %+v", s)
 	}
-	a.write(t, "reload-c.yaml", newPod("reload-c", v1.RestartPolicyAlways, box("main", "sleep", "inf")))
-	defer a.remove(t, "reload-c.yaml")
+	a.Write(t, "reload-c.yaml", newPod("reload-c", v1.RestartPolicyAlways, box("main", "sleep", "inf")))
+	defer a.Remove(t, "reload-c.yaml")
 	a.waitPod(t, "reload-c", time.Minute, "rejected by the still-serving 2.0.0", func(p *v1.Pod) bool {
 		return p.Status.Phase == v1.PodFailed && p.Status.Reason == "ImageNotAllowed"
 	})
 	if p, _ := a.pod("reload-a"); p == nil || !allRunning(p) {
-		t.Errorf("a pod admitted before the reload stopped: %s", podSummary(p))
+		t.Errorf("a pod admitted before the reload stopped: %s", harness.PodSummary(p))
 	}
 }
 
 // pluginBuildDir is where ensurePlugins builds when -plugins lacks a plugin.
-func pluginBuildDir() string { return filepath.Join(*baseFlag, "plugins-build") }
+func pluginBuildDir() string { return filepath.Join(flags.Base, "plugins-build") }
 
 // ensurePlugins builds the named first-party plugins with
 // hack/build-plugins.sh into dir unless -plugins has them all (hack/e2e.sh
@@ -255,7 +256,7 @@ func ensurePlugins(t *testing.T, dir string, names ...string) {
 		return
 	}
 	t.Logf("building %v into %s (%s lacks them)", dirs, dir, *pluginsFlag)
-	cmd := exec.Command(filepath.Join(*hackFlag, "build-plugins.sh"), append([]string{dir}, dirs...)...)
+	cmd := exec.Command(filepath.Join(flags.Hack, "build-plugins.sh"), append([]string{dir}, dirs...)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build-plugins.sh: %v\n%s", err, b)
 	}
@@ -334,7 +335,7 @@ func (d *pluginDir) uninstall(t *testing.T, name string) {
 
 // plugins reads /plugins.
 func (a *agent) plugins() ([]extension.PluginStatus, error) {
-	code, b, err := a.get("/plugins")
+	code, b, err := a.Get("/plugins")
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +353,7 @@ func (a *agent) plugins() ([]extension.PluginStatus, error) {
 func waitPlugin(t *testing.T, a *agent, name, what string, cond func(extension.PluginStatus) bool) extension.PluginStatus {
 	t.Helper()
 	var got extension.PluginStatus
-	eventually(t, time.Minute, "/plugins: "+name+": "+what, func() (bool, string) {
+	harness.Eventually(t, time.Minute, "/plugins: "+name+": "+what, func() (bool, string) {
 		ps, err := a.plugins()
 		if err != nil {
 			return false, err.Error()
@@ -458,7 +459,7 @@ func (s *podServer) down(t *testing.T) {
 func (s *podServer) up(t *testing.T) {
 	var l net.Listener
 	var err error
-	eventually(t, 10*time.Second, "listen again on "+s.addr, func() (bool, string) {
+	harness.Eventually(t, 10*time.Second, "listen again on "+s.addr, func() (bool, string) {
 		l, err = net.Listen("tcp", s.addr)
 		return err == nil, fmt.Sprint(err)
 	})

@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
 )
 
 // Label keys the kubelet sets on CRI objects (kubelet-conventions.md).
@@ -42,7 +44,7 @@ func hostNet(p *v1.Pod) *v1.Pod { p.Spec.HostNetwork = true; return p }
 // box is a testbox container; args are its steps (see
 // examples/workloads/testbox), the same on both runtimes.
 func box(name string, args ...string) v1.Container {
-	return v1.Container{Name: name, Image: *imageFlag, ImagePullPolicy: v1.PullIfNotPresent, Args: args}
+	return v1.Container{Name: name, Image: flags.Image, ImagePullPolicy: v1.PullIfNotPresent, Args: args}
 }
 
 // podContainers lists the runtime's containers of a static pod, oldest first.
@@ -131,7 +133,7 @@ func diffSnapshots(before, after map[string]string) string {
 // sandbox of the pod.
 func waitRuntimeGone(t testing.TB, name string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, fmt.Sprintf("pod %s: containers and sandboxes removed from the runtime", staticName(name)), func() (bool, string) {
+	harness.Eventually(t, timeout, fmt.Sprintf("pod %s: containers and sandboxes removed from the runtime", staticName(name)), func() (bool, string) {
 		cs, sbs := podContainers(t, name), podSandboxes(t, name)
 		return len(cs) == 0 && len(sbs) == 0, fmt.Sprintf("%d containers, %d sandboxes", len(cs), len(sbs))
 	})
@@ -141,7 +143,7 @@ func waitRuntimeGone(t testing.TB, name string, timeout time.Duration) {
 // sandbox of it is ready.
 func waitRuntimeStopped(t testing.TB, name string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, fmt.Sprintf("pod %s: nothing running in the runtime", staticName(name)), func() (bool, string) {
+	harness.Eventually(t, timeout, fmt.Sprintf("pod %s: nothing running in the runtime", staticName(name)), func() (bool, string) {
 		var live []string
 		for _, c := range podContainers(t, name) {
 			if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING || c.State == runtimeapi.ContainerState_CONTAINER_CREATED {
