@@ -968,6 +968,22 @@ key: // at an object member's key, whitespace skipped
 		msg = "expected string for object key"
 		goto fail
 	}
+	// Fast path: a plain key right before its ':' (compact JSON), straight
+	// to the value, scanned inline (see specials).
+	for j := i + 1; ; {
+		if j+8 > len(buf) {
+			break
+		}
+		if m := specials(*(*uint64)(unsafe.Pointer(&buf[j]))); m != 0 {
+			j += bits.TrailingZeros64(m) >> 3
+			if j+1 < len(buf) && buf[j] == '"' && buf[j+1] == ':' {
+				i = j + 2
+				goto value
+			}
+			break
+		}
+		j += 8
+	}
 	// A key is a string followed by ':'; stack top '{' and the colon check
 	// in after tell the two apart.
 	stack = append(stack, ':')
