@@ -13,6 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
 )
 
 // TestAPIServer runs the cases in order against one agent joined to the
@@ -22,9 +24,9 @@ func TestAPIServer(t *testing.T) {
 	a.start(t)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("wasmlet log tail:\n%s", a.logTail(60))
+			t.Logf("wasmlet log tail:\n%s", a.LogTail(60))
 		}
-		a.stop(t)
+		a.Stop(t)
 	})
 	for _, c := range []struct {
 		name string
@@ -39,7 +41,7 @@ func TestAPIServer(t *testing.T) {
 		{"Figures", testFigures},
 	} {
 		if !t.Run(c.name, func(t *testing.T) { c.f(t, a) }) {
-			t.Logf("wasmlet log tail after %s:\n%s", c.name, a.logTail(40))
+			t.Logf("wasmlet log tail after %s:\n%s", c.name, a.LogTail(40))
 		}
 	}
 }
@@ -47,7 +49,7 @@ func TestAPIServer(t *testing.T) {
 // 1. The Node appears and turns Ready; its Lease is renewed.
 func testNodeReady(t *testing.T, _ *agent) {
 	var node *v1.Node
-	eventually(t, 60*time.Second, "node Ready", func() (bool, string) {
+	harness.Eventually(t, 60*time.Second, "node Ready", func() (bool, string) {
 		ctx, cancel := ctxT(5 * time.Second)
 		defer cancel()
 		n, err := admin.CoreV1().Nodes().Get(ctx, *nodeFlag, metav1.GetOptions{})
@@ -88,7 +90,7 @@ func testNodeReady(t *testing.T, _ *agent) {
 	}
 
 	var first *coordinationv1.Lease
-	eventually(t, 30*time.Second, "node lease", func() (bool, string) {
+	harness.Eventually(t, 30*time.Second, "node lease", func() (bool, string) {
 		ctx, cancel := ctxT(5 * time.Second)
 		defer cancel()
 		l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, *nodeFlag, metav1.GetOptions{})
@@ -104,7 +106,7 @@ func testNodeReady(t *testing.T, _ *agent) {
 	if len(first.OwnerReferences) != 1 || first.OwnerReferences[0].Kind != "Node" || first.OwnerReferences[0].UID != node.UID {
 		t.Errorf("lease owner references %v: want the Node (uid %s)", first.OwnerReferences, node.UID)
 	}
-	eventually(t, 25*time.Second, "lease renewed", func() (bool, string) {
+	harness.Eventually(t, 25*time.Second, "lease renewed", func() (bool, string) {
 		ctx, cancel := ctxT(5 * time.Second)
 		defer cancel()
 		l, err := admin.CoordinationV1().Leases("kube-node-lease").Get(ctx, *nodeFlag, metav1.GetOptions{})
@@ -123,7 +125,7 @@ func testPodRunsAndDeletes(t *testing.T, a *agent) {
 	if _, err := admin.CoreV1().Pods("default").Create(ctx, newPod("web", "log", "200ms", "hello"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p := waitPod(t, "default", "web", 60*time.Second, "Running", running)
+	p := waitPod(t, "default", "web", 60*time.Second, "Running", harness.Running)
 	cs := p.Status.ContainerStatuses[0]
 	if cs.Name != "main" || !cs.Ready || cs.ContainerID == "" || cs.ImageID == "" && cs.Image == "" || cs.RestartCount != 0 {
 		t.Errorf("container status %+v: want main, ready, an ID and image, no restarts", cs)
@@ -161,7 +163,7 @@ func testPodRunsAndDeletes(t *testing.T, a *agent) {
 		select {
 		case ev := <-quiet.ResultChan():
 			if np, ok := ev.Object.(*v1.Pod); ok {
-				t.Errorf("pod written although nothing changed (%s): %s", ev.Type, summary(np))
+				t.Errorf("pod written although nothing changed (%s): %s", ev.Type, harness.PodSummary(np))
 			}
 		case <-silence:
 			done = true
@@ -186,14 +188,14 @@ func testPodRunsAndDeletes(t *testing.T, a *agent) {
 	waitGone(t, "default", "web", 60*time.Second)
 	took := time.Since(start)
 	t.Logf("deleted pod gone from the API server after %v (grace period 3 s)", took.Round(time.Millisecond))
-	if *runtimeFlag == "containerd" {
+	if flags.Runtime == "containerd" {
 		// testbox prints this on SIGTERM: the kill was graceful.
 		log := containerLog(t, a, p, "main")
 		if !strings.Contains(log, "testbox: terminated") {
 			t.Errorf("container log has no graceful-termination line:\n%s", log)
 		}
 	}
-	eventually(t, 10*time.Second, "pod gone from the agent's /pods", func() (bool, string) {
+	harness.Eventually(t, 10*time.Second, "pod gone from the agent's /pods", func() (bool, string) {
 		for _, lp := range a.localPods(t) {
 			if lp.UID == p.UID {
 				return false, "still there"
@@ -204,7 +206,7 @@ func testPodRunsAndDeletes(t *testing.T, a *agent) {
 }
 
 func containerLog(t *testing.T, a *agent, p *v1.Pod, container string) string {
-	path := fmt.Sprintf("%s/%s_%s_%s/%s/0.log", a.logs, p.Namespace, p.Name, p.UID, container)
+	path := fmt.Sprintf("%s/%s_%s_%s/%s/0.log", a.Logs, p.Namespace, p.Name, p.UID, container)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Errorf("container log: %v", err)
@@ -218,9 +220,9 @@ func containerLog(t *testing.T, a *agent, p *v1.Pod, container string) string {
 func testMirrorPod(t *testing.T, a *agent) {
 	static := newPod("static", "log", "200ms", "static-hello")
 	static.Spec.NodeName = ""
-	a.writeStatic(t, "static.yaml", static)
+	a.Write(t, "static.yaml", static)
 	name := "static-" + *nodeFlag
-	m := waitPod(t, "default", name, 60*time.Second, "mirror Running", running)
+	m := waitPod(t, "default", name, 60*time.Second, "mirror Running", harness.Running)
 	if m.Annotations["kubernetes.io/config.mirror"] == "" || m.Annotations["kubernetes.io/config.source"] != "file" {
 		t.Errorf("mirror annotations %v: want config.mirror and config.source=file", m.Annotations)
 	}
@@ -258,7 +260,7 @@ func testMirrorPod(t *testing.T, a *agent) {
 		t.Fatal(err)
 	}
 	again := waitPod(t, "default", name, 60*time.Second, "recreated and Running", func(p *v1.Pod) bool {
-		return p.UID != m.UID && p.DeletionTimestamp == nil && running(p)
+		return p.UID != m.UID && p.DeletionTimestamp == nil && harness.Running(p)
 	})
 	if got := again.Status.ContainerStatuses[0].ContainerID; got != local.Status.ContainerStatuses[0].ContainerID {
 		t.Errorf("after the mirror's deletion the container changed (%s → %s): the static pod must keep running", local.Status.ContainerStatuses[0].ContainerID, got)
@@ -266,15 +268,15 @@ func testMirrorPod(t *testing.T, a *agent) {
 	// The manifest changes: a new static pod (new hash), so a new mirror.
 	changed := newPod("static", "log", "300ms", "static-changed")
 	changed.Spec.NodeName = ""
-	a.writeStatic(t, "static.yaml", changed)
+	a.Write(t, "static.yaml", changed)
 	third := waitPod(t, "default", name, 60*time.Second, "replaced by the changed static pod's mirror, Running", func(p *v1.Pod) bool {
-		return p.UID != again.UID && p.DeletionTimestamp == nil && running(p) &&
+		return p.UID != again.UID && p.DeletionTimestamp == nil && harness.Running(p) &&
 			p.Annotations["kubernetes.io/config.mirror"] != again.Annotations["kubernetes.io/config.mirror"]
 	})
 	if got := strings.Join(third.Spec.Containers[0].Args, " "); got != "log 300ms static-changed" {
 		t.Errorf("new mirror's args %q, want the changed manifest's", got)
 	}
-	if err := os.Remove(a.manifests + "/static.yaml"); err != nil {
+	if err := os.Remove(a.Manifests + "/static.yaml"); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, "default", name, 60*time.Second)
@@ -295,7 +297,7 @@ func testRejection(t *testing.T, _ *agent) {
 	if got.Status.Reason != "OutOfcpu" || got.Status.Message == "" {
 		t.Errorf("rejected pod reason %q message %q: want OutOfcpu and a message", got.Status.Reason, got.Status.Message)
 	}
-	eventually(t, 20*time.Second, "a Warning event OutOfcpu", func() (bool, string) {
+	harness.Eventually(t, 20*time.Second, "a Warning event OutOfcpu", func() (bool, string) {
 		l, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(created.UID)})
 		if err != nil {
 			return false, err.Error()
@@ -323,8 +325,8 @@ func testAPIServerRestart(t *testing.T, a *agent) {
 			t.Fatal(err)
 		}
 	}
-	keep := waitPod(t, "default", "keep", 60*time.Second, "Running", running)
-	waitPod(t, "default", "gone", 60*time.Second, "Running", running)
+	keep := waitPod(t, "default", "keep", 60*time.Second, "Running", harness.Running)
+	waitPod(t, "default", "gone", 60*time.Second, "Running", harness.Running)
 
 	cluster(t, "stop-apiserver")
 	time.Sleep(3 * time.Second)
@@ -336,14 +338,14 @@ func testAPIServerRestart(t *testing.T, a *agent) {
 	if err := admin.CoreV1().Pods("default").Delete(ctx, "gone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitPod(t, "default", "after", 60*time.Second, "Running after the restart", running)
+	waitPod(t, "default", "after", 60*time.Second, "Running after the restart", harness.Running)
 	waitGone(t, "default", "gone", 60*time.Second)
-	now := waitPod(t, "default", "keep", 10*time.Second, "still Running", running)
+	now := waitPod(t, "default", "keep", 10*time.Second, "still Running", harness.Running)
 	if now.Status.ContainerStatuses[0].ContainerID != keep.Status.ContainerStatuses[0].ContainerID || now.Status.ContainerStatuses[0].RestartCount != 0 {
 		t.Errorf("pod keep: container %s restarts %d, was %s: the restart must not touch running pods",
 			now.Status.ContainerStatuses[0].ContainerID, now.Status.ContainerStatuses[0].RestartCount, keep.Status.ContainerStatuses[0].ContainerID)
 	}
-	eventually(t, 15*time.Second, "agent runs keep and after once each, not gone", func() (bool, string) {
+	harness.Eventually(t, 15*time.Second, "agent runs keep and after once each, not gone", func() (bool, string) {
 		count := map[string]int{}
 		for _, lp := range a.localPods(t) {
 			count[lp.Name]++
@@ -368,27 +370,27 @@ func testAgentRestart(t *testing.T, a *agent) {
 	if _, err := admin.CoreV1().Pods("default").Create(ctx, newPod("steady", "log", "500ms", "steady"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	before := waitPod(t, "default", "steady", 60*time.Second, "Running", running)
+	before := waitPod(t, "default", "steady", 60*time.Second, "Running", harness.Running)
 	w, err := admin.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=steady", ResourceVersion: before.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	a.stop(t)
+	a.Stop(t)
 	a.start(t)
 	// Watch what gets written for a while after the restart.
 	deadline := time.After(8 * time.Second)
 	for done := false; !done; {
 		select {
 		case ev := <-w.ResultChan():
-			if p, ok := ev.Object.(*v1.Pod); ok && !running(p) {
-				t.Errorf("after the agent restart the pod was written as %s", summary(p))
+			if p, ok := ev.Object.(*v1.Pod); ok && !harness.Running(p) {
+				t.Errorf("after the agent restart the pod was written as %s", harness.PodSummary(p))
 			}
 		case <-deadline:
 			done = true
 		}
 	}
-	after := waitPod(t, "default", "steady", 10*time.Second, "Running", running)
+	after := waitPod(t, "default", "steady", 10*time.Second, "Running", harness.Running)
 	b, c := before.Status.ContainerStatuses[0], after.Status.ContainerStatuses[0]
 	if b.ContainerID != c.ContainerID || c.RestartCount != 0 || !after.Status.StartTime.Equal(before.Status.StartTime) {
 		t.Errorf("after the agent restart: container %s restarts %d start %v; before %s, start %v",

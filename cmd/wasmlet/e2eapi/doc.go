@@ -10,4 +10,7 @@
 // plane and a runtime (the embedded WASI runtime, then containerd), and runs
 //
 //	e2eapi.test -runtime embedded|containerd -endpoint unix://… -cluster DIR -wasmlet bin/wasmlet …
+//
+// The flags, the agent process and the waits it shares with cmd/wasmlet/e2e
+// are package cmd/wasmlet/e2e/harness.
 package e2eapi

@@ -16,6 +16,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
 )
 
 // testFigures measures, for -bench-pods pods created at once: created in
@@ -23,7 +25,7 @@ import (
 // API requests the node made per pod over its lifecycle (create → running →
 // deleted), counted from the API server's audit log.
 func testFigures(t *testing.T, a *agent) {
-	n := *benchFlag
+	n := flags.BenchPods
 	ctx, cancel := ctxT(5 * time.Minute)
 	defer cancel()
 	list, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
@@ -76,7 +78,7 @@ func testFigures(t *testing.T, a *agent) {
 					continue
 				}
 				mu.Lock()
-				if _, seen := runningAt[p.Name]; !seen && running(p) {
+				if _, seen := runningAt[p.Name]; !seen && harness.Running(p) {
 					runningAt[p.Name] = time.Now()
 				}
 				if ev.Type == "DELETED" {
@@ -96,20 +98,20 @@ func testFigures(t *testing.T, a *agent) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	p50, p99 := lat[len(lat)/2], lat[(len(lat)*99+99)/100-1]
 	t.Logf("FIGURE runtime=%s pods=%d created→Running (watch): min %v p50 %v p99 %v max %v",
-		*runtimeFlag, n, lat[0].Round(time.Millisecond), p50.Round(time.Millisecond), p99.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
-	// The agent's own part (pod seen → all containers running), to tell the
+		flags.Runtime, n, lat[0].Round(time.Millisecond), p50.Round(time.Millisecond), p99.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	// The agent's own part (pod seen → all containers harness.Running), to tell the
 	// runtime's share from the API path's.
 	sum := a.metric(t, "wasmlet_pod_start_duration_seconds_sum") - startSum
 	count := a.metric(t, "wasmlet_pod_start_duration_seconds_count") - startCount
 	if count > 0 {
 		t.Logf("FIGURE runtime=%s agent-side start (seen → running, wasmlet_pod_start_duration_seconds) mean %v over %.0f pods",
-			*runtimeFlag, time.Duration(sum/count*float64(time.Second)).Round(time.Millisecond), count)
+			flags.Runtime, time.Duration(sum/count*float64(time.Second)).Round(time.Millisecond), count)
 	}
 	// The Kubernetes SLO is p99 <= 5 s. containerd here needs 2.7-4.7 s for
 	// 30 pods even under the real kubelet (shared 2-core machine), so its
 	// bound is looser; the embedded runtime must meet the SLO.
 	limit := 5 * time.Second
-	if *runtimeFlag == "containerd" {
+	if flags.Runtime == "containerd" {
 		limit = 10 * time.Second
 	}
 	if p99 > limit {
@@ -183,7 +185,7 @@ func testFigures(t *testing.T, a *agent) {
 		}
 	}
 	t.Logf("FIGURE runtime=%s API requests per pod lifecycle (create → running → deleted), from the audit log: %.2f on pods (%v), %.2f event writes; wasmlet_apiserver_requests_total grew by %.0f over the run (all requests incl. lease, node status, watch)",
-		*runtimeFlag, float64(total)/float64(n), kinds, float64(events)/float64(n), after-before)
+		flags.Runtime, float64(total)/float64(n), kinds, float64(events)/float64(n), after-before)
 	if len(perPod) != n {
 		t.Errorf("audit log names %d of the %d pods (the audit policy logs system:nodes at Metadata level)", len(perPod), n)
 	}
