@@ -11,6 +11,7 @@
 #      `wasmlet runtime` with testbox.wasm imported as the same image name);
 #   4. tears everything down from a trap (agents, pods via CRI, containerd,
 #      mounts, the CNI bridge), so a failing test leaves the machine clean.
+# Steps 1, 2 and 4 are shared with hack/e2e-apiserver.sh (hack/lib/e2e.sh).
 #
 # Environment: E2E_RUNTIMES (default "containerd embedded"), E2E_RUN (a -run
 # pattern), E2E_TIMEOUT (default 30m), E2E_AGENT_FLAGS and E2E_AGENT_ENV (extra
@@ -21,8 +22,9 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 out=$repo/build/e2e
 runtimes=${E2E_RUNTIMES:-containerd embedded}
-mkdir -p "$out/bin" "$out/images" "$out/cache"
 log() { printf 'e2e: %s %s\n' "$(date +%T)" "$*" >&2; }
+E2E_BASE_PREFIX=wle
+. hack/lib/e2e.sh
 
 log "building tools, bin/wasmlet and the suite"
 # The plugin cases (TestPlugins) load build/plugins; `make e2e` builds them,
@@ -30,70 +32,11 @@ log "building tools, bin/wasmlet and the suite"
 if [ ! -d build/plugins ]; then
   ./hack/build-plugins.sh build/plugins
 fi
-go build -o "$out/bin/mkimage" ./hack/mkimage
-go build -o "$out/bin/cri" ./hack/containerd/cri
-make --no-print-directory build
+e2e_tools
 go test -c -tags e2e -o "$out/bin/e2e.test" ./cmd/wasmlet/e2e
 
-# image NAME REF ROOTFS ENTRYPOINT: builds $out/images/NAME.tar unless a
-# tarball for the same content (file names, modes, links, bytes) exists.
-image() {
-  local name=$1 ref=$2 root=$3 entry=$4 key
-  key=$( (echo "$ref $entry"; cd "$root" && find . -printf '%p %m %l\n' | sort &&
-    find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum | cut -c1-16)
-  if [ ! -f "$out/images/$name-$key.tar" ]; then
-    rm -f "$out/images/$name"-*.tar
-    "$out/bin/mkimage" -o "$out/images/$name-$key.tar" -ref "$ref" -entrypoint "$entry" "$root"
-  fi
-  ln -sf "$name-$key.tar" "$out/images/$name.tar"
-}
-
 log "building images"
-rootfs=$out/rootfs
-rm -rf "$rootfs" && mkdir -p "$rootfs/busybox/bin" "$rootfs/pause" "$rootfs/testbox" "$rootfs/deb"
-deb=$(ls "$out"/cache/busybox-static_*.deb 2>/dev/null | head -n1 || true)
-if [ -z "$deb" ]; then
-  (cd "$out/cache" && apt-get download busybox-static 2>/dev/null)
-  deb=$(ls "$out"/cache/busybox-static_*.deb | head -n1)
-fi
-dpkg-deb -x "$deb" "$rootfs/deb"
-cp "$rootfs/deb/bin/busybox" "$rootfs/busybox/bin/busybox"
-for a in $("$rootfs/busybox/bin/busybox" --list); do
-  [ "$a" = busybox ] || ln -s busybox "$rootfs/busybox/bin/$a"
-done
-CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$rootfs/pause/pause" ./hack/pause
-CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$rootfs/testbox/testbox" ./examples/workloads/testbox
-image busybox wasmlet.local/busybox:1.0 "$rootfs/busybox" /bin/sh
-image pause wasmlet.local/pause:1.0 "$rootfs/pause" /pause
-image testbox wasmlet.local/testbox:1.0 "$rootfs/testbox" /testbox
-
-# A short base: unix socket paths must stay under 108 bytes.
-base=$(mktemp -d /tmp/wle.XXXX)
-status=0
-cleanup() {
-  local rc=$?
-  set +e
-  # Agents and standalone runtimes started under this base (the suite stops
-  # its own; this catches them when the suite itself was killed).
-  for p in /proc/[0-9]*; do
-    if { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q -- "^$repo/bin/wasmlet .*$base/"; then
-      kill -KILL "${p#/proc/}" 2>/dev/null
-    fi
-  done
-  if [ -f "$base/ctrd/env" ]; then
-    hack/containerd/down.sh "$base/ctrd" "$out/bin/cri"
-  fi
-  if [ "${KEEP_BASE:-0}" = 1 ]; then
-    log "logs kept in $base"
-  else
-    # Mounts the embedded runtime or a crashed agent may have left.
-    awk -v b="$base/" 'index($5, b) == 1 {print $5}' /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l
-    rm -rf --one-file-system "$base"
-  fi
-  exit $(( rc != 0 ? rc : status ))
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+e2e_images busybox
 
 suite() { # RUNTIME ENDPOINT IMAGE EXTRA-ARGS...
   local rt=$1 ep=$2 img=$3
@@ -110,42 +53,16 @@ suite() { # RUNTIME ENDPOINT IMAGE EXTRA-ARGS...
 for rt in $runtimes; do
   case $rt in
   containerd)
-    log "starting containerd under $base/ctrd"
-    ep=$(hack/containerd/up.sh "$base/ctrd" wasmlet.local/pause:1.0)
-    for i in pause busybox testbox; do
-      ctr --address "$base/ctrd/c.sock" -n k8s.io images import "$out/images/$i.tar" >/dev/null
-    done
-    "$out/bin/cri" -e "$ep" -timeout 30s wait
+    e2e_runtime_up containerd pause busybox testbox
     suite containerd "$ep" wasmlet.local/testbox:1.0 \
       -busybox wasmlet.local/busybox:1.0 -containerd-base "$base/ctrd"
-    hack/containerd/down.sh "$base/ctrd" "$out/bin/cri"
+    e2e_runtime_down containerd
     ;;
   embedded)
-    if ! grep -q 'usage: wasmlet runtime' <<<"$(bin/wasmlet runtime -h 2>&1 || true)"; then
-      log "embedded runtime: skipped (bin/wasmlet has no 'runtime' command yet)"
-      continue
-    fi
-    # testbox for wasip1, as hack/build-plugins.sh puts it (built here when
-    # missing, so the script also runs alone).
-    wasm=$repo/build/workloads/testbox.wasm
-    if [ ! -f "$wasm" ]; then
-      wasm=$out/testbox.wasm
-      GOOS=wasip1 GOARCH=wasm go build -trimpath -o "$wasm" ./examples/workloads/testbox
-    fi
-    # A standalone runtime (`wasmlet runtime`), so agents can be restarted
-    # without killing workloads; the in-process case starts its own.
-    rtroot=$base/embedded/rt
-    mkdir -p "$rtroot"
-    "$repo/bin/wasmlet" runtime import --root-dir "$rtroot" wasmlet.local/testbox:1.0 "$wasm" >/dev/null
-    ep=unix://$base/embedded/rt.sock
-    "$repo/bin/wasmlet" runtime --root-dir "$rtroot" --listen "$ep" >"$base/embedded/runtime.log" 2>&1 &
-    rtpid=$!
-    if ! "$out/bin/cri" -e "$ep" -timeout 30s wait; then
-      log "embedded runtime did not start:"; tail -n 20 "$base/embedded/runtime.log" >&2
-      status=1; continue
-    fi
+    wasm=$(e2e_testbox_wasm)
+    e2e_runtime_up embedded "$wasm" || { status=1; continue; }
     suite embedded "$ep" wasmlet.local/testbox:1.0 -wasm "$wasm"
-    kill -TERM "$rtpid" 2>/dev/null; wait "$rtpid" 2>/dev/null || true
+    e2e_runtime_down embedded
     ;;
   *) log "unknown runtime $rt"; status=1 ;;
   esac
