@@ -173,17 +173,9 @@ func (d *decoder) field(n *int) bool {
 	buf, i := d.buf, d.pos
 	if d.err == nil && i+1 < len(buf) && buf[i+1] == '"' && (buf[i] == ',' && *n > 0 || buf[i] == '{' && *n == 0) {
 		start := i + 2
-		j := start // scanPlain inlined: see specials
-		for {
-			if j+8 > len(buf) {
-				j = scanPlain(buf, j) // the last bytes of the message
-				break
-			}
-			if m := specials(*(*uint64)(unsafe.Pointer(&buf[j]))); m != 0 {
-				j += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			j += 8
+		j := plainWords(buf, start)
+		if j+8 > len(buf) {
+			j = scanPlain(buf, j) // the last bytes of the message
 		}
 		if j+1 < len(buf) && buf[j] == '"' && buf[j+1] == ':' {
 			d.key = buf[start:j]
@@ -344,12 +336,24 @@ func scanPlain(buf []byte, i int) int {
 	return i
 }
 
+// plainWords is scanPlain's word loop alone, small enough to be inlined (a
+// call costs a Go wasm guest more than a few word operations, and key and
+// value scans are most of what a decode does): it returns the index of the
+// first byte at or after i that ends a plain run, or an index within 8
+// bytes of the end where the caller finishes with scanPlain.
+func plainWords(buf []byte, i int) int {
+	for i+8 <= len(buf) {
+		if m := specials(*(*uint64)(unsafe.Pointer(&buf[i]))); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	return i
+}
+
 // specials has the high bit set in the bytes of w that are a quote, a
 // backslash, a control character or not ASCII, and possibly in bytes after
 // the first such byte (borrows): the lowest set bit is exact (little endian).
-// The fast paths of field and setStr test eight bytes at a time with it,
-// inline: in a Go wasm guest a call, and each loop iteration under the
-// deadline meter, costs more than a few word operations.
 func specials(w uint64) uint64 {
 	q := w ^ ('"' * ones)
 	b := w ^ ('\\' * ones)
@@ -466,17 +470,9 @@ func (d *decoder) setStr(p *string) {
 	// Fast path: a plain ASCII string right here.
 	buf, i := d.buf, d.pos
 	if i < len(buf) && buf[i] == '"' {
-		j := i + 1 // scanPlain inlined: see specials
-		for {
-			if j+8 > len(buf) {
-				j = scanPlain(buf, j) // the last bytes of the message
-				break
-			}
-			if m := specials(*(*uint64)(unsafe.Pointer(&buf[j]))); m != 0 {
-				j += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			j += 8
+		j := plainWords(buf, i+1)
+		if j+8 > len(buf) {
+			j = scanPlain(buf, j) // the last bytes of the message
 		}
 		if j < len(buf) && buf[j] == '"' {
 			*p = aliasStr(buf[i+1 : j])
@@ -970,19 +966,9 @@ key: // at an object member's key, whitespace skipped
 	}
 	// Fast path: a plain key right before its ':' (compact JSON), straight
 	// to the value, scanned inline (see specials).
-	for j := i + 1; ; {
-		if j+8 > len(buf) {
-			break
-		}
-		if m := specials(*(*uint64)(unsafe.Pointer(&buf[j]))); m != 0 {
-			j += bits.TrailingZeros64(m) >> 3
-			if j+1 < len(buf) && buf[j] == '"' && buf[j+1] == ':' {
-				i = j + 2
-				goto value
-			}
-			break
-		}
-		j += 8
+	if j := plainWords(buf, i+1); j+8 <= len(buf) && buf[j] == '"' && buf[j+1] == ':' {
+		i = j + 2
+		goto value
 	}
 	// A key is a string followed by ':'; stack top '{' and the colon check
 	// in after tell the two apart.
@@ -992,16 +978,8 @@ key: // at an object member's key, whitespace skipped
 str: // buf[i] is the opening quote
 	i++
 	for i < len(buf) {
-		for { // scanPlain inlined: see specials
-			if i+8 > len(buf) {
-				i = scanPlain(buf, i)
-				break
-			}
-			if m := specials(*(*uint64)(unsafe.Pointer(&buf[i]))); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
+		if i = plainWords(buf, i); i+8 > len(buf) {
+			i = scanPlain(buf, i)
 		}
 		if i >= len(buf) {
 			break
