@@ -23,7 +23,9 @@
 //
 // The SDK exports ABI v1 (abi/v1/SPEC.md) for the kinds the registered value
 // implements, decodes requests with its own reflection-free JSON decoder into
-// the pod types of this package, and encodes the answers. Host services
+// the pod types of this package, and encodes the answers. Decoding is most
+// of a call's cost: a plugin that reads only a few fields registers with
+// Reads, e.g. sdk.Register(policy{}, sdk.Reads(sdk.Resources)). Host services
 // (Config, Log, KV, HTTP, ThisNode) are plain Go functions.
 //
 // The same package builds natively: the host services then talk to an
