@@ -5,8 +5,8 @@ package main
 import (
 	"testing"
 
-	"github.com/wasmlet/wasmlet/plugins/internal/plugintest"
 	"github.com/wasmlet/wasmlet/sdk"
+	"github.com/wasmlet/wasmlet/sdk/sdktest"
 )
 
 func TestNormalize(t *testing.T) {
@@ -62,8 +62,6 @@ func TestImageAllowlist_Admit(t *testing.T) {
 	}
 }
 
-// TestImageAllowlist_Fixtures runs tests/*.yaml natively through sdk.Handle.
-func TestImageAllowlist_Fixtures(t *testing.T) { plugintest.Native(t, ".") }
-
-// TestImageAllowlist_Wasm runs tests/*.yaml against the compiled .wasm.
-func TestImageAllowlist_Wasm(t *testing.T) { plugintest.Wasm(t, ".") }
+// TestImageAllowlist_Fixtures runs tests/*.yaml natively through sdk.Handle and
+// against the compiled .wasm through wasmlet's plugin host.
+func TestImageAllowlist_Fixtures(t *testing.T) { sdktest.RunFixtures(t, ".") }

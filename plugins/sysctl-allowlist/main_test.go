@@ -5,7 +5,7 @@ package main
 import (
 	"testing"
 
-	"github.com/wasmlet/wasmlet/plugins/internal/plugintest"
+	"github.com/wasmlet/wasmlet/sdk/sdktest"
 )
 
 func TestNormalize(t *testing.T) {
@@ -38,8 +38,6 @@ func TestMatch(t *testing.T) {
 	}
 }
 
-// TestSysctlAllowlist_Admit runs tests/*.yaml natively through sdk.Handle.
-func TestSysctlAllowlist_Admit(t *testing.T) { plugintest.Native(t, ".") }
-
-// TestSysctlAllowlist_Wasm runs tests/*.yaml against the compiled .wasm.
-func TestSysctlAllowlist_Wasm(t *testing.T) { plugintest.Wasm(t, ".") }
+// TestSysctlAllowlist_Fixtures runs tests/*.yaml natively through sdk.Handle and
+// against the compiled .wasm through wasmlet's plugin host.
+func TestSysctlAllowlist_Fixtures(t *testing.T) { sdktest.RunFixtures(t, ".") }

@@ -3,13 +3,10 @@
 package main
 
 import (
-	"encoding/json"
 	"testing"
 
-	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/sdk"
 	"github.com/wasmlet/wasmlet/sdk/sdktest"
-	"github.com/wasmlet/wasmlet/sdk/sdktest/fixture"
 )
 
 func privileged(v bool) *sdk.SecurityContext { return &sdk.SecurityContext{Privileged: &v} }
@@ -49,57 +46,7 @@ func TestPolicy_Admit(t *testing.T) {
 	}
 }
 
-// TestPolicy_Fixtures runs tests/*.yaml natively through sdk.Handle, the
-// same JSON path the wasm export takes.
-func TestPolicy_Fixtures(t *testing.T) {
-	m, cases := readFixtures(t)
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			prev := sdk.UseNativeHost(&sdk.NativeHost{Config: c.MergedConfig(m.Config)})
-			t.Cleanup(func() { sdk.UseNativeHost(prev) })
-			in, err := json.Marshal(c.Request())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var resp abi.AdmitResponse
-			if err := json.Unmarshal(sdk.Handle(abi.KindAdmission, in), &resp); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Check(resp); err != nil {
-				t.Errorf("%s: %v", c.File, err)
-			}
-		})
-	}
-}
-
-// TestPolicy_Wasm builds the plugin for wasip1 and runs tests/*.yaml through
+// TestPolicy_Fixtures runs tests/*.yaml twice: natively through sdk.Handle,
+// the same JSON path the wasm export takes, and as the compiled .wasm through
 // wasmlet's real plugin host.
-func TestPolicy_Wasm(t *testing.T) {
-	m, cases := readFixtures(t)
-	wasm := sdktest.Build(t, ".")
-	for _, c := range cases {
-		t.Run(c.Name, func(t *testing.T) {
-			p := sdktest.Load(t, wasm, c.MergedConfig(m.Config))
-			resp, err := p.AdmitRequest(c.Request())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Check(resp); err != nil {
-				t.Errorf("%s: %v", c.File, err)
-			}
-		})
-	}
-}
-
-func readFixtures(t *testing.T) (abi.Manifest, []fixture.Case) {
-	t.Helper()
-	m, err := fixture.ReadManifest(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cases, err := fixture.ReadCases(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, cases
-}
+func TestPolicy_Fixtures(t *testing.T) { sdktest.RunFixtures(t, ".") }
