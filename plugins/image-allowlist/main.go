@@ -30,11 +30,10 @@ func (imageAllowlist) Admit(req sdk.AdmitRequest) (sdk.Verdict, error) {
 	if policy.Exempt(pod.Namespace, "") {
 		return sdk.Allow(), nil
 	}
-	raw, ok := sdk.Config("allowed")
-	if !ok {
+	if _, ok := sdk.Config("allowed"); !ok {
 		return sdk.Verdict{}, errors.New("config allowed is not set: list the allowed registries or prefixes")
 	}
-	allowed := policy.SplitList(raw)
+	allowed := policy.List("allowed", "")
 	for _, c := range pod.Spec.AllContainers() {
 		if !Allowed(Normalize(c.Image), allowed) {
 			return sdk.Deny("ImageNotAllowed", "container "+c.Name+" of pod "+pod.Namespace+"/"+pod.Name+

@@ -49,7 +49,7 @@ func (noPrivileged) Admit(req sdk.AdmitRequest) (sdk.Verdict, error) {
 			}
 		}
 	}
-	allowed := policy.NewSet(policy.List("allowedCapabilities", BaselineCapabilities))
+	allowed := policy.ListSet("allowedCapabilities", BaselineCapabilities)
 	for _, c := range pod.Spec.AllContainers() {
 		if denyPriv && c.SecurityContext.IsPrivileged() {
 			return sdk.Deny("Privileged", "container "+c.Name+" of pod "+name+" asks for a privileged security context"), nil

@@ -39,10 +39,10 @@ func (sysctlAllowlist) Admit(req sdk.AdmitRequest) (sdk.Verdict, error) {
 	if sc == nil || len(sc.Sysctls) == 0 {
 		return sdk.Allow(), nil
 	}
-	allowed := append(policy.List("allowed", ""), Safe...)
+	allowed := policy.List("allowed", "")
 	for _, s := range sc.Sysctls {
 		name := Normalize(s.Name)
-		if !Match(name, allowed) {
+		if !Match(name, Safe) && !Match(name, allowed) {
 			return forbidden(pod, s.Name, "not allowlisted"), nil
 		}
 		if pod.Spec.HostNetwork && strings.HasPrefix(name, "net.") {

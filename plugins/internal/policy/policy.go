@@ -1,23 +1,60 @@
 // Package policy holds what the first-party plugins share: reading their
-// manifest config (lists, booleans, key=value lines) once per instance, and
-// namespace exemptions. It builds natively and for wasip1.
+// manifest config (lists, booleans, key=value lines; a list is split once
+// per instance), and namespace exemptions. It builds natively and for wasip1.
 package policy
 
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/wasmlet/wasmlet/sdk"
 )
 
 // List reads a comma- or newline-separated config value, trimmed, empty
-// items dropped; def when the key is absent.
-func List(key, def string) []string {
+// items dropped; def when the key is absent. The slice is shared by every
+// call with the same value: the caller must not modify it (appending
+// copies).
+func List(key, def string) []string { return parse(key, def).list }
+
+// ListSet is List as a Set, shared likewise: the caller must not modify it.
+func ListSet(key, def string) Set { return parse(key, def).set }
+
+// parsed is what List and ListSet made of one config value.
+type parsed struct {
+	raw  string
+	list []string
+	set  Set
+}
+
+// lists caches List's answers by key. A plugin's config is fixed while an
+// instance lives (abi/v1/SPEC.md; the SDK caches config_get's answers), so a
+// policy splits a list or builds a set once per instance instead of at
+// every call, where each allocation costs a Go guest about a microsecond and
+// a map far more. An entry is used only while the raw value is the same, so
+// a changed value (native tests swapping the NativeHost) is parsed afresh.
+var lists struct {
+	mu sync.Mutex
+	m  map[string]*parsed
+}
+
+func parse(key, def string) *parsed {
 	v, ok := sdk.Config(key)
 	if !ok {
 		v = def
 	}
-	return SplitList(v)
+	lists.mu.Lock()
+	defer lists.mu.Unlock()
+	if p := lists.m[key]; p != nil && p.raw == v {
+		return p
+	}
+	l := SplitList(v)
+	p := &parsed{raw: v, list: l[:len(l):len(l)], set: NewSet(l)}
+	if lists.m == nil {
+		lists.m = make(map[string]*parsed)
+	}
+	lists.m[key] = p
+	return p
 }
 
 // SplitList splits a comma- or newline-separated list, trimmed, empty items

@@ -66,3 +66,23 @@ func TestExempt(t *testing.T) {
 		t.Fatal("default not used")
 	}
 }
+
+func TestList(t *testing.T) {
+	use(t, map[string]string{"l": "a, b"})
+	first := List("l", "x")
+	if fmt.Sprint(first) != "[a b]" || !ListSet("l", "x")["b"] || ListSet("l", "x")["x"] {
+		t.Fatalf("List = %v, ListSet = %v", first, ListSet("l", "x"))
+	}
+	_ = append(first, "c") // a caller appending must not change the cached list
+	if again := List("l", "x"); fmt.Sprint(again) != "[a b]" || &again[0] != &first[0] {
+		t.Fatalf("second List = %v (cached: %v)", again, &again[0] == &first[0])
+	}
+	use(t, map[string]string{"l": "c"}) // a changed value is parsed afresh
+	if got := List("l", "x"); fmt.Sprint(got) != "[c]" || !ListSet("l", "x")["c"] || ListSet("l", "x")["a"] {
+		t.Fatalf("after a change List = %v, ListSet = %v", got, ListSet("l", "x"))
+	}
+	use(t, nil)
+	if got := List("l", "x"); fmt.Sprint(got) != "[x]" {
+		t.Fatalf("absent: List = %v, want the default", got)
+	}
+}
