@@ -56,6 +56,30 @@ func guestBytes(m api.Module, ptr, n uint32) ([]byte, bool) {
 	return append([]byte(nil), v...), true
 }
 
+// keyArg returns the calling instance and a copy of the guest bytes named by
+// the (ptr, len) pair in stack[0:2]; when either is missing it sets
+// ErrnoInvalid and reports false.
+func keyArg(ctx context.Context, m api.Module, stack []uint64) (*instance, []byte, bool) {
+	inst := instanceFrom(ctx)
+	key, ok := guestBytes(m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
+	if inst == nil || !ok {
+		errno(stack, abi.ErrnoInvalid)
+		return nil, nil, false
+	}
+	return inst, key, true
+}
+
+// done ends a host call that returns only an errno: 0 when err is nil, else
+// ErrnoFailed after a warning naming the import.
+func done(inst *instance, stack []uint64, what string, err error, args ...any) {
+	if err != nil {
+		inst.p.log.Warn(what+" failed", append(args, "error", err)...)
+		errno(stack, abi.ErrnoFailed)
+		return
+	}
+	stack[0] = 0
+}
+
 // writeResult implements the result buffer convention of abi.go.
 func writeResult(inst *instance, m api.Module, data []byte, bufPtr, bufCap uint32, stack []uint64) {
 	n := uint32(len(data))
@@ -83,10 +107,8 @@ func hostLog(ctx context.Context, m api.Module, stack []uint64) {
 }
 
 func hostConfigGet(ctx context.Context, m api.Module, stack []uint64) {
-	inst := instanceFrom(ctx)
-	key, ok := guestBytes(m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
-	if inst == nil || !ok {
-		errno(stack, abi.ErrnoInvalid)
+	inst, key, ok := keyArg(ctx, m, stack)
+	if !ok {
 		return
 	}
 	v, found := inst.p.manifest.Config[string(key)]
@@ -98,10 +120,8 @@ func hostConfigGet(ctx context.Context, m api.Module, stack []uint64) {
 }
 
 func hostKVGet(ctx context.Context, m api.Module, stack []uint64) {
-	inst := instanceFrom(ctx)
-	key, ok := guestBytes(m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
-	if inst == nil || !ok {
-		errno(stack, abi.ErrnoInvalid)
+	inst, key, ok := keyArg(ctx, m, stack)
+	if !ok {
 		return
 	}
 	v, found := inst.p.e.cfg.KV.Get(inst.p.manifest.Name, string(key))
@@ -124,27 +144,15 @@ func hostKVSet(ctx context.Context, m api.Module, stack []uint64) {
 		errno(stack, abi.ErrnoInvalid)
 		return
 	}
-	if err := inst.p.e.cfg.KV.Set(inst.p.manifest.Name, string(key), val); err != nil {
-		inst.p.log.Warn("kv_set failed", "key", string(key), "error", err)
-		errno(stack, abi.ErrnoFailed)
-		return
-	}
-	stack[0] = 0
+	done(inst, stack, "kv_set", inst.p.e.cfg.KV.Set(inst.p.manifest.Name, string(key), val), "key", string(key))
 }
 
 func hostKVDelete(ctx context.Context, m api.Module, stack []uint64) {
-	inst := instanceFrom(ctx)
-	key, ok := guestBytes(m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
-	if inst == nil || !ok {
-		errno(stack, abi.ErrnoInvalid)
+	inst, key, ok := keyArg(ctx, m, stack)
+	if !ok {
 		return
 	}
-	if err := inst.p.e.cfg.KV.Delete(inst.p.manifest.Name, string(key)); err != nil {
-		inst.p.log.Warn("kv_delete failed", "key", string(key), "error", err)
-		errno(stack, abi.ErrnoFailed)
-		return
-	}
-	stack[0] = 0
+	done(inst, stack, "kv_delete", inst.p.e.cfg.KV.Delete(inst.p.manifest.Name, string(key)), "key", string(key))
 }
 
 func hostNodeInfo(ctx context.Context, m api.Module, stack []uint64) {
@@ -178,10 +186,8 @@ func hostResultRead(ctx context.Context, m api.Module, stack []uint64) {
 }
 
 func hostHTTPRequest(ctx context.Context, m api.Module, stack []uint64) {
-	inst := instanceFrom(ctx)
-	raw, ok := guestBytes(m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
-	if inst == nil || !ok {
-		errno(stack, abi.ErrnoInvalid)
+	inst, raw, ok := keyArg(ctx, m, stack)
+	if !ok {
 		return
 	}
 	var req abi.HTTPRequest
