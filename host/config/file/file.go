@@ -57,7 +57,6 @@ type entry struct {
 	sum  [32]byte // of the content last read
 	pod  *v1.Pod  // last good pod; nil if the file never decoded
 	sent *v1.Pod  // the pod last sent for this file; nil if none
-	bad  bool     // the content of sum did not decode
 }
 
 // New returns the file source of cfg.
@@ -319,7 +318,6 @@ func (s *Source) read(path string) *entry {
 	e.sum = sum
 	pod, err := Decode(b, path, s.cfg.NodeName)
 	if err != nil {
-		e.bad = true
 		if e.pod != nil {
 			s.log.Error("bad static pod manifest; keeping the pod of its last good content", "file", path, "pod", e.pod.Namespace+"/"+e.pod.Name, "error", err)
 		} else {
@@ -327,7 +325,7 @@ func (s *Source) read(path string) *entry {
 		}
 		return e
 	}
-	e.bad, e.pod = false, pod
+	e.pod = pod
 	return e
 }
 
