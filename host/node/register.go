@@ -59,7 +59,6 @@ type Registrar struct {
 	sent       *v1.NodeStatus
 	sentAt     time.Time
 	lease      *coordinationv1.Lease
-	done       chan struct{}
 }
 
 // NewRegistrar returns a Registrar for cfg.
@@ -82,13 +81,10 @@ func NewRegistrar(cfg RegistrarConfig) *Registrar {
 	if cfg.Ready == nil {
 		cfg.Ready = func() error { return nil }
 	}
-	return &Registrar{cfg: cfg, log: cfg.Logger, done: make(chan struct{})}
+	return &Registrar{cfg: cfg, log: cfg.Logger}
 }
 
-// Registered is closed once the Node object exists in the API server.
-func (r *Registrar) Registered() <-chan struct{} { return r.done }
-
-// Node returns the registered Node (with its UID) once Registered is closed.
+// Node returns the registered Node (with its UID) once registration succeeded.
 func (r *Registrar) Node() (*v1.Node, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -112,7 +108,6 @@ func (r *Registrar) Run(ctx context.Context) error {
 		}
 		delay = min(delay*2, 7*time.Second)
 	}
-	close(r.done)
 	r.renewLease(ctx)
 	status := time.NewTicker(r.cfg.StatusUpdateFrequency)
 	defer status.Stop()
