@@ -27,7 +27,7 @@ func (injectEnv) Hook(req sdk.HookRequest) (sdk.Adjustment, error) {
 	if req.Point != abi.HookPreSandbox && req.Point != abi.HookPreCreate {
 		return sdk.Adjustment{}, nil
 	}
-	if ns := policy.List("namespaces", ""); len(ns) > 0 && !policy.NewSet(ns)[req.Pod.Namespace] {
+	if ns := policy.ListSet("namespaces", ""); len(ns) > 0 && !ns[req.Pod.Namespace] {
 		return sdk.Adjustment{}, nil
 	}
 	var adj sdk.Adjustment

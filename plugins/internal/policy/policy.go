@@ -49,7 +49,7 @@ func parse(key, def string) *parsed {
 		return p
 	}
 	l := SplitList(v)
-	p := &parsed{raw: v, list: l[:len(l):len(l)], set: NewSet(l)}
+	p := &parsed{raw: v, list: l[:len(l):len(l)], set: newSet(l)}
 	if lists.m == nil {
 		lists.m = make(map[string]*parsed)
 	}
@@ -113,8 +113,8 @@ func Pairs(key string) ([][2]string, error) {
 // Set is a set of strings.
 type Set map[string]bool
 
-// NewSet makes a set of items.
-func NewSet(items []string) Set {
+// newSet makes a set of items.
+func newSet(items []string) Set {
 	s := make(Set, len(items))
 	for _, it := range items {
 		s[it] = true
@@ -125,10 +125,5 @@ func NewSet(items []string) Set {
 // Exempt reports whether namespace is listed in config key
 // "exemptNamespaces" (comma-separated; def when absent).
 func Exempt(namespace, def string) bool {
-	for _, ns := range List("exemptNamespaces", def) {
-		if ns == namespace {
-			return true
-		}
-	}
-	return false
+	return ListSet("exemptNamespaces", def)[namespace]
 }
