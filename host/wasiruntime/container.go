@@ -73,7 +73,6 @@ func (s *runtimeServer) CreateContainer(ctx context.Context, req *runtimeapi.Cre
 		c.Env = append(c.Env, kv.Key+"="+string(kv.Value))
 	}
 	if sb.LogDir != "" && cfg.GetLogPath() != "" {
-		c.LogPathCRI = cfg.GetLogPath()
 		c.LogPath = filepath.Join(sb.LogDir, cfg.GetLogPath())
 	}
 	rootfs := r.rootfs(c.ID)

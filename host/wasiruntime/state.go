@@ -43,7 +43,6 @@ type container struct {
 	WorkingDir  string                        `json:"workingDir,omitempty"`
 	Mounts      []*runtimeapi.Mount           `json:"mounts,omitempty"`
 	LogPath     string                        `json:"logPath,omitempty"` // absolute
-	LogPathCRI  string                        `json:"logPathCRI,omitempty"`
 	MemoryLimit int64                         `json:"memoryLimit,omitempty"`
 	CreatedAt   int64                         `json:"createdAt"`
 
