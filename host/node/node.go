@@ -45,12 +45,12 @@ type Config struct {
 // (product UUID needs root, say) are left empty; a missing /proc/meminfo is
 // an error.
 func New(cfg Config) (*v1.Node, error) {
+	host, herr := os.Hostname()
 	if cfg.Name == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("node: host name: %w", err)
+		if herr != nil {
+			return nil, fmt.Errorf("node: host name: %w", herr)
 		}
-		cfg.Name = strings.ToLower(h)
+		cfg.Name = strings.ToLower(host)
 	}
 	if cfg.MaxPods <= 0 {
 		cfg.MaxPods = 110
@@ -84,7 +84,6 @@ func New(cfg Config) (*v1.Node, error) {
 		}
 		allocatable[n] = a
 	}
-	host, _ := os.Hostname()
 	n := &v1.Node{
 		TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{
