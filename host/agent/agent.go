@@ -659,11 +659,7 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) error {
 	if err != nil {
 		return err
 	}
-	var prev *v1.PodStatus
-	if s, ok := a.statuses.PodStatus(p.UID); ok {
-		prev = &s
-	}
-	api := a.generate(p, rs, prev)
+	api := a.generate(p, rs, a.previous(p.UID))
 	a.statuses.SetPodStatus(p, api)
 	defer func() {
 		a.mu.Lock()
@@ -681,10 +677,7 @@ func (a *Agent) syncPod(ctx context.Context, w worker.Work) error {
 	if len(res.Steps) > 0 {
 		// Read the pod back at once, so its status shows what was just done
 		// without waiting for the next relist.
-		t := time.Now()
-		if fresh, err := a.rt.GetPodStatus(ctx, p.UID, p.Name, p.Namespace); err == nil {
-			fresh.Timestamp = t
-			a.pleg.Cache().Set(p.UID, fresh, nil, t)
+		if fresh, ok := a.readBack(ctx, p); ok {
 			api = a.generate(p, fresh, &api)
 			a.statuses.SetPodStatus(p, api)
 		}
@@ -734,15 +727,29 @@ func (a *Agent) terminatePod(ctx context.Context, p *v1.Pod, grace time.Duration
 		return fmt.Errorf("kill pod %s: %w", podName(p), err)
 	}
 	if _, ok := a.pods.PodByUID(p.UID); ok {
-		t := time.Now()
-		if fresh, err := a.rt.GetPodStatus(ctx, p.UID, p.Name, p.Namespace); err == nil {
-			a.pleg.Cache().Set(p.UID, fresh, nil, t)
-			var prev *v1.PodStatus
-			if s, ok := a.statuses.PodStatus(p.UID); ok {
-				prev = &s
-			}
-			a.statuses.SetPodStatus(p, a.generate(p, fresh, prev))
+		if fresh, ok := a.readBack(ctx, p); ok {
+			a.statuses.SetPodStatus(p, a.generate(p, fresh, a.previous(p.UID)))
 		}
+	}
+	return nil
+}
+
+// readBack reads the pod's runtime status right after the agent changed
+// it and puts it in the PLEG cache as of when it was read; false when the
+// read failed (the next relist reads it).
+func (a *Agent) readBack(ctx context.Context, p *v1.Pod) (*runtime.PodStatus, bool) {
+	fresh, err := a.rt.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
+	if err != nil {
+		return nil, false
+	}
+	a.pleg.Cache().Set(p.UID, fresh, nil, fresh.Timestamp)
+	return fresh, true
+}
+
+// previous is the pod's last generated status, nil when it has none.
+func (a *Agent) previous(uid types.UID) *v1.PodStatus {
+	if s, ok := a.statuses.PodStatus(uid); ok {
+		return &s
 	}
 	return nil
 }
