@@ -92,8 +92,7 @@ func (r AdmitRequest) PodsOnNode() ([]Pod, error) {
 	if r.pods == nil {
 		return nil, nil
 	}
-	d := newDecoder(r.pods)
-	d.parts = AllParts &^ registered.unread
+	d := newRequestDecoder(r.pods)
 	var pods []Pod
 	isNull := false
 	for n := 0; d.elem(&n, &isNull); {
@@ -313,10 +312,17 @@ func DecodeAdmitRequest(data []byte) (AdmitRequest, error) {
 	return decodeAdmitRequest(clone(data))
 }
 
-func decodeAdmitRequest(buf []byte) (AdmitRequest, error) {
-	var r AdmitRequest
+// newRequestDecoder is newDecoder for the pods of a request, decoding only
+// the parts the registered plugin Reads.
+func newRequestDecoder(buf []byte) *decoder {
 	d := newDecoder(buf)
 	d.parts = AllParts &^ registered.unread
+	return d
+}
+
+func decodeAdmitRequest(buf []byte) (AdmitRequest, error) {
+	var r AdmitRequest
+	d := newRequestDecoder(buf)
 	for n := 0; d.field(&n); {
 		switch string(d.key) {
 		case "pod":
@@ -357,8 +363,7 @@ func decodeSourceRequest(buf []byte) (SourceRequest, error) {
 
 func decodeHookRequest(buf []byte) (HookRequest, error) {
 	var r HookRequest
-	d := newDecoder(buf)
-	d.parts = AllParts &^ registered.unread
+	d := newRequestDecoder(buf)
 	for n := 0; d.field(&n); {
 		switch string(d.key) {
 		case "point":
