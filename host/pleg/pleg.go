@@ -181,8 +181,8 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	}
 	eventsByPod := map[types.UID][]Event{}
 	for uid := range union(p.records, current) {
-		for _, e := range computeEvents(uid, p.records[uid], current[uid]) {
-			eventsByPod[uid] = append(eventsByPod[uid], e)
+		if events := computeEvents(uid, p.records[uid], current[uid]); len(events) > 0 {
+			eventsByPod[uid] = events
 		}
 	}
 	// Pods to read: those with events and those whose last read failed.
