@@ -55,8 +55,6 @@ func (p *Plugin) init() error {
 	p.stats = newStats()
 	if p.compiled != nil {
 		p.pool = newPool(p, p.newInstance)
-	}
-	if p.compiled != nil {
 		for n, md := range p.compiled.ExportedMemories() {
 			if md.Min() > p.memoryPages {
 				return pluginError(m.Name, ErrMemoryLimit, "memory %q needs %d pages at start, cap is %d", n, md.Min(), p.memoryPages)
