@@ -1,7 +1,7 @@
 // Package pod is the agent's pod manager, with the kubelet's basicManager
 // semantics: the desired pods indexed by UID and by full name, mirror pods
-// (the API server's copies of static pods) indexed the same way, and the
-// translation between a static pod and its mirror by full name.
+// (the API server's copies of static pods) indexed the same way; a static
+// pod and its mirror pair up by full name.
 package pod
 
 import (
@@ -25,8 +25,6 @@ type Manager struct {
 	podByFullName       map[string]*v1.Pod
 	mirrorPodByUID      map[types.UID]*v1.Pod
 	mirrorPodByFullName map[string]*v1.Pod
-	// translation maps a mirror pod's UID to its static pod's UID.
-	translation map[types.UID]types.UID
 }
 
 // New returns an empty Manager.
@@ -41,7 +39,6 @@ func (m *Manager) reset() {
 	m.podByFullName = map[string]*v1.Pod{}
 	m.mirrorPodByUID = map[types.UID]*v1.Pod{}
 	m.mirrorPodByFullName = map[string]*v1.Pod{}
-	m.translation = map[types.UID]types.UID{}
 }
 
 // SetPods replaces every pod and mirror pod with pods.
@@ -68,9 +65,6 @@ func (m *Manager) update(pods ...*v1.Pod) {
 		if config.IsMirror(p) {
 			m.mirrorPodByUID[p.UID] = p
 			m.mirrorPodByFullName[fn] = p
-			if s, ok := m.podByFullName[fn]; ok {
-				m.translation[p.UID] = s.UID
-			}
 			continue
 		}
 		if old, ok := m.podByUID[p.UID]; ok && config.FullName(old) != fn {
@@ -78,14 +72,10 @@ func (m *Manager) update(pods ...*v1.Pod) {
 		}
 		m.podByUID[p.UID] = p
 		m.podByFullName[fn] = p
-		if mirror, ok := m.mirrorPodByFullName[fn]; ok {
-			m.translation[mirror.UID] = p.UID
-		}
 	}
 }
 
-// RemovePod removes pod: for a mirror pod its indexes and translation, for a
-// regular pod its indexes.
+// RemovePod removes pod (a regular or a mirror pod) from its indexes.
 func (m *Manager) RemovePod(pod *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -95,7 +85,6 @@ func (m *Manager) RemovePod(pod *v1.Pod) {
 		if cur, ok := m.mirrorPodByFullName[fn]; ok && cur.UID == pod.UID {
 			delete(m.mirrorPodByFullName, fn)
 		}
-		delete(m.translation, pod.UID)
 		return
 	}
 	delete(m.podByUID, pod.UID)
@@ -154,40 +143,6 @@ func (m *Manager) PodByMirrorPod(mirror *v1.Pod) (*v1.Pod, bool) {
 	defer m.mu.RUnlock()
 	p, ok := m.podByFullName[config.FullName(mirror)]
 	return p, ok
-}
-
-// TranslatePodUID returns the static pod's UID for a mirror pod's UID, and
-// any other UID unchanged. Every UID a user gives must go through it: users
-// see mirror pods, the agent's internals know static pods.
-func (m *Manager) TranslatePodUID(uid types.UID) types.UID {
-	if uid == "" {
-		return uid
-	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if t, ok := m.translation[uid]; ok {
-		return t
-	}
-	return uid
-}
-
-// UIDTranslations returns static pod UID → mirror pod UID (empty when the
-// static pod has no mirror yet) and mirror pod UID → static pod UID.
-func (m *Manager) UIDTranslations() (podToMirror, mirrorToPod map[types.UID]types.UID) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	podToMirror = make(map[types.UID]types.UID, len(m.translation))
-	mirrorToPod = make(map[types.UID]types.UID, len(m.translation))
-	for uid, p := range m.podByUID {
-		if config.IsStatic(p) {
-			podToMirror[uid] = ""
-		}
-	}
-	for mirror, static := range m.translation {
-		mirrorToPod[mirror] = static
-		podToMirror[static] = mirror
-	}
-	return podToMirror, mirrorToPod
 }
 
 // OrphanedMirrorPodNames returns the full names of mirror pods whose static

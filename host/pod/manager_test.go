@@ -53,19 +53,12 @@ func TestManager_UpdatePod(t *testing.T) {
 		{"PodByName", ok(m.PodByName("default", "api")), "a1"},
 		{"MirrorPodByPod", ok(m.MirrorPodByPod(static("s", "s1"))), "m1"},
 		{"PodByMirrorPod", ok(m.PodByMirrorPod(mirror("s", "m1", "s1"))), "s1"},
-		{"TranslatePodUID mirror", m.TranslatePodUID("m1"), types.UID("s1")},
-		{"TranslatePodUID other", m.TranslatePodUID("a1"), types.UID("a1")},
-		{"TranslatePodUID empty", m.TranslatePodUID(""), types.UID("")},
 		{"OrphanedMirrorPodNames", m.OrphanedMirrorPodNames(), []string(nil)},
 	}
 	for _, tt := range tests {
 		if !reflect.DeepEqual(tt.got, tt.want) {
 			t.Errorf("%s: got %v, want %v", tt.name, tt.got, tt.want)
 		}
-	}
-	p2m, m2p := m.UIDTranslations()
-	if !reflect.DeepEqual(p2m, map[types.UID]types.UID{"s1": "m1"}) || !reflect.DeepEqual(m2p, map[types.UID]types.UID{"m1": "s1"}) {
-		t.Errorf("translations %v %v", p2m, m2p)
 	}
 }
 
@@ -92,15 +85,8 @@ func TestManager_RemovePod(t *testing.T) {
 		t.Error("removed pod still found by full name")
 	}
 	m.RemovePod(mirror("s", "m1", "s1"))
-	if got := m.TranslatePodUID("m1"); got != "m1" {
-		t.Errorf("translation kept after the mirror's removal: %s", got)
-	}
-	// A mirror pod added before its static pod is translated once the
-	// static pod arrives.
-	m.AddPod(mirror("late", "m3", "s3"))
-	m.AddPod(static("late", "s3"))
-	if got := m.TranslatePodUID("m3"); got != "s3" {
-		t.Errorf("translation of a mirror seen first: %s", got)
+	if _, found := m.MirrorPodByPod(static("s", "s1")); found {
+		t.Error("removed mirror pod still found")
 	}
 }
 
