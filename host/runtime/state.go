@@ -94,12 +94,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 			}
 			st := resp.GetStatus()
 			ss.HostNetwork = st.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
-			if ip := st.GetNetwork().GetIp(); ip != "" {
-				ss.IPs = append(ss.IPs, ip)
-				for _, a := range st.GetNetwork().GetAdditionalIps() {
-					ss.IPs = append(ss.IPs, a.Ip)
-				}
-			}
+			ss.IPs = sandboxIPs(st)
 			if ss.Ready && ps.IPs == nil {
 				ps.IPs = ss.IPs
 			}
@@ -185,4 +180,18 @@ func readHead(path string, n int) ([]byte, error) {
 		return b[:k], nil
 	}
 	return nil, err
+}
+
+// sandboxIPs are a sandbox's primary IP then its additional ones; nil
+// when it has none (host network).
+func sandboxIPs(st *runtimeapi.PodSandboxStatus) []string {
+	ip := st.GetNetwork().GetIp()
+	if ip == "" {
+		return nil
+	}
+	ips := []string{ip}
+	for _, a := range st.GetNetwork().GetAdditionalIps() {
+		ips = append(ips, a.Ip)
+	}
+	return ips
 }

@@ -138,14 +138,7 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	if err != nil {
 		return "", nil, fmt.Errorf("status of new sandbox %s: %w", id, err)
 	}
-	var ips []string
-	if ip := resp.GetStatus().GetNetwork().GetIp(); ip != "" {
-		ips = append(ips, ip)
-		for _, a := range resp.GetStatus().GetNetwork().GetAdditionalIps() {
-			ips = append(ips, a.Ip)
-		}
-	}
-	return id, ips, nil
+	return id, sandboxIPs(resp.GetStatus()), nil
 }
 
 // podDirs makes the pod's log directory and <RootDir>/pods/<uid>.
