@@ -110,7 +110,9 @@ func milli(v int64, f resource.Format) string {
 	return resource.NewMilliQuantity(v, f).String()
 }
 
-// podRequestsMilli is PodRequests in milli-units.
+// podRequestsMilli is a pod's effective resource requests in milli-units:
+// per resource the larger of the app containers' sum and the largest init
+// container, plus overhead.
 func podRequestsMilli(p *v1.Pod) map[v1.ResourceName]int64 {
 	if p == nil {
 		return nil
@@ -138,16 +140,6 @@ func podRequestsMilli(p *v1.Pod) map[v1.ResourceName]int64 {
 	}
 	for n, q := range p.Spec.Overhead {
 		put(n, q.MilliValue(), true)
-	}
-	return out
-}
-
-// PodRequests is a pod's effective resource requests: per resource the larger
-// of the app containers' sum and the largest init container, plus overhead.
-func PodRequests(p *v1.Pod) v1.ResourceList {
-	out := v1.ResourceList{}
-	for n, v := range podRequestsMilli(p) {
-		out[n] = *resource.NewMilliQuantity(v, resource.DecimalSI)
 	}
 	return out
 }
