@@ -154,21 +154,18 @@ func (s *Store) List() ([]Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	byID := map[string]*Image{}
+	seen := map[string]bool{}
+	out := []Image{}
 	for _, r := range recs {
-		im, ok := byID[r.Digest]
-		if !ok {
-			img, err := s.image(r.Digest)
-			if err != nil {
-				continue // a name whose blob is gone: not an image
-			}
-			im = &img
-			byID[r.Digest] = im
+		if seen[r.Digest] {
+			continue
 		}
-	}
-	out := make([]Image, 0, len(byID))
-	for _, im := range byID {
-		out = append(out, *im)
+		seen[r.Digest] = true
+		img, err := s.imageOf(r.Digest, recs)
+		if err != nil {
+			continue // a name whose blob is gone: not an image
+		}
+		out = append(out, img)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
@@ -269,6 +266,15 @@ func (s *Store) Add(name string, module []byte, entrypoint, cmd []string, source
 }
 
 func (s *Store) image(digest string) (Image, error) {
+	recs, err := s.records()
+	if err != nil {
+		return Image{}, err
+	}
+	return s.imageOf(digest, recs)
+}
+
+// imageOf is the image of digest with its names taken from recs.
+func (s *Store) imageOf(digest string, recs []record) (Image, error) {
 	path := s.blobPath(digest)
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -278,10 +284,6 @@ func (s *Store) image(digest string) (Image, error) {
 		return Image{}, err
 	}
 	img := Image{ID: digest, Size: uint64(fi.Size()), Path: path}
-	recs, err := s.records()
-	if err != nil {
-		return Image{}, err
-	}
 	for _, r := range recs {
 		if r.Digest == digest {
 			img.Names = append(img.Names, r.Name)
