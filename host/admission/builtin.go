@@ -3,7 +3,8 @@ package admission
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -80,13 +81,7 @@ func (resourceFit) Admit(_ context.Context, a Attributes) (Result, error) {
 	if a.Node != nil {
 		alloc = a.Node.Status.Allocatable
 	}
-	names := make([]string, 0, len(want))
-	for n := range want {
-		names = append(names, string(n))
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		name := v1.ResourceName(n)
+	for _, name := range slices.Sorted(maps.Keys(want)) {
 		req := want[name]
 		if req < 0 {
 			return Result{Reason: reasonBadRequest, Message: fmt.Sprintf("negative request for %s", name)}, nil
