@@ -167,8 +167,8 @@ func (e *Extension) failed(p *plugin.Plugin, k abi.Kind, what string, err error)
 	return true
 }
 
-// retryClosed runs call on the serving plugin named name, once more on the
-// new version if the one it got was replaced (closed) meanwhile.
+// retryClosed runs call on p, once more on the serving version of p's name
+// if p was replaced (closed) meanwhile.
 func retryClosed[T any](e *Extension, p *plugin.Plugin, call func(*plugin.Plugin) (T, error)) (*plugin.Plugin, T, error) {
 	r, err := call(p)
 	if errors.Is(err, plugin.ErrClosed) {

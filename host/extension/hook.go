@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -73,17 +74,16 @@ func merge(a, b *abi.Adjustment, env bool) *abi.Adjustment {
 			}
 		}
 	}
-	for k, v := range b.Labels {
-		if a.Labels == nil {
-			a.Labels = map[string]string{}
-		}
-		a.Labels[k] = v
-	}
-	for k, v := range b.Annotations {
-		if a.Annotations == nil {
-			a.Annotations = map[string]string{}
-		}
-		a.Annotations[k] = v
-	}
+	a.Labels = overlay(a.Labels, b.Labels)
+	a.Annotations = overlay(a.Annotations, b.Annotations)
 	return a
+}
+
+// overlay copies src into dst, making dst only when src has entries.
+func overlay(dst, src map[string]string) map[string]string {
+	if dst == nil && len(src) > 0 {
+		dst = make(map[string]string, len(src))
+	}
+	maps.Copy(dst, src)
+	return dst
 }
