@@ -177,44 +177,36 @@ static void number(scanner *sc) {
 }
 
 /*
- * Objects and arrays are walked with a counter: members(sc, &n) consumes the
- * opening brace when n is 0, the comma otherwise, reads the key and the
- * colon, and returns 0 at the end (or on null, or on error).
+ * Objects and arrays are walked with a counter: next(sc, &n, open, close)
+ * consumes the opening bracket when n is 0, the comma otherwise, and returns
+ * 0 at the end (or on null, or on error); members(sc, &n, &key) also reads
+ * the key and the colon, elements(sc, &n) is next for an array.
  */
-static int members(scanner *sc, int *n, span *key) {
+static int next(scanner *sc, int *n, char open, char close) {
 	char c = peek(sc);
 	if (*n == 0) {
 		if (c == 'n') { literal(sc, "null"); return 0; }
-		if (c != '{') { fail(sc); return 0; }
+		if (c != open) { fail(sc); return 0; }
 		sc->p++;
-		if (peek(sc) == '}') { sc->p++; return 0; }
+		if (peek(sc) == close) { sc->p++; return 0; }
 	} else {
-		if (c == '}') { sc->p++; return 0; }
+		if (c == close) { sc->p++; return 0; }
 		if (c != ',') { fail(sc); return 0; }
 		sc->p++;
 	}
 	(*n)++;
+	return !sc->err;
+}
+
+static int members(scanner *sc, int *n, span *key) {
+	if (!next(sc, n, '{', '}')) return 0;
 	*key = string(sc);
 	if (peek(sc) != ':') { fail(sc); return 0; }
 	sc->p++;
 	return !sc->err;
 }
 
-static int elements(scanner *sc, int *n) {
-	char c = peek(sc);
-	if (*n == 0) {
-		if (c == 'n') { literal(sc, "null"); return 0; }
-		if (c != '[') { fail(sc); return 0; }
-		sc->p++;
-		if (peek(sc) == ']') { sc->p++; return 0; }
-	} else {
-		if (c == ']') { sc->p++; return 0; }
-		if (c != ',') { fail(sc); return 0; }
-		sc->p++;
-	}
-	(*n)++;
-	return !sc->err;
-}
+static int elements(scanner *sc, int *n) { return next(sc, n, '[', ']'); }
 
 static void skip(scanner *sc, int depth) {
 	span k;
