@@ -25,7 +25,6 @@ import (
 // through the CRI client until the first log line is in the log file.
 func BenchmarkRuntime_StartContainer(b *testing.B) {
 	h := newHarness(b)
-	ctx := context.Background()
 	sb, sbCfg := h.sandbox(b, "bench", nil)
 	h.stopRemove(b, h.run(b, sb, sbCfg, "warm", []string{"echo", "warm"}, nil)) // compile once
 	b.ResetTimer()
@@ -37,7 +36,6 @@ func BenchmarkRuntime_StartContainer(b *testing.B) {
 		h.stopRemove(b, id)
 		b.StartTimer()
 	}
-	_ = ctx
 }
 
 func (h *harness) stopRemove(b testing.TB, id string) {
