@@ -601,7 +601,7 @@ func (a *Agent) HandlePodCleanups(ctx context.Context) {
 				a.forget(p.UID)
 			}
 		}
-		if err := a.rt.GarbageCollect(ctx, keep); err != nil && ctx.Err() == nil {
+		if err := a.rt.GarbageCollect(ctx, running, keep); err != nil && ctx.Err() == nil {
 			a.log.Warn("housekeeping: garbage collection", "error", err)
 		}
 		a.backOff.GC()

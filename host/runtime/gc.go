@@ -17,12 +17,10 @@ import (
 // the pod and log directories once the runtime holds nothing of the pod;
 // for kept pods, dead containers beyond the newest per name and dead
 // sandboxes other than the newest that hold no container. Running
-// containers are never touched: killing is the pod workers' job.
-func (m *Manager) GarbageCollect(ctx context.Context, keep func(types.UID) bool) error {
-	pods, err := m.GetPods(ctx)
-	if err != nil {
-		return err
-	}
+// containers are never touched: killing is the pod workers' job. pods is
+// the runtime's pods as GetPods just listed them (the caller has the list
+// already: housekeeping looks for orphans in it first).
+func (m *Manager) GarbageCollect(ctx context.Context, pods []*Pod, keep func(types.UID) bool) error {
 	var errs []error
 	inRuntime := map[types.UID]bool{}
 	for _, p := range pods {

@@ -282,10 +282,14 @@ func TestManager_GarbageCollect(t *testing.T) {
 	if err := m.KillPod(context.Background(), pod, st, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.GarbageCollect(context.Background(), func(types.UID) bool { return false }); err != nil {
+	pods, err := m.GetPods(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	pods, err := m.GetPods(context.Background())
+	if err := m.GarbageCollect(context.Background(), pods, func(types.UID) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	pods, err = m.GetPods(context.Background())
 	if err != nil || len(pods) != 0 {
 		t.Fatalf("pods after GC = %v, %v", pods, err)
 	}
