@@ -198,28 +198,28 @@ func (p *Plugin) decode(k abi.Kind, out []byte, resp any) error {
 // response is then returned too); the caller applies the failure policy.
 func (p *Plugin) Admit(ctx context.Context, req *abi.AdmitRequest) (*abi.AdmitResponse, error) {
 	resp := &abi.AdmitResponse{}
-	if err := p.roundTrip(ctx, abi.KindAdmission, req, resp); err != nil {
-		return nil, err
-	}
-	return resp, p.failed(resp.Error)
+	return ask(ctx, p, abi.KindAdmission, req, resp, &resp.Error)
 }
 
 // Source polls a source plugin. Errors as for Admit.
 func (p *Plugin) Source(ctx context.Context, req *abi.SourceRequest) (*abi.SourceResponse, error) {
 	resp := &abi.SourceResponse{}
-	if err := p.roundTrip(ctx, abi.KindSource, req, resp); err != nil {
-		return nil, err
-	}
-	return resp, p.failed(resp.Error)
+	return ask(ctx, p, abi.KindSource, req, resp, &resp.Error)
 }
 
 // Hook calls a hook plugin at a lifecycle point. Errors as for Admit.
 func (p *Plugin) Hook(ctx context.Context, req *abi.HookRequest) (*abi.HookResponse, error) {
 	resp := &abi.HookResponse{}
-	if err := p.roundTrip(ctx, abi.KindHook, req, resp); err != nil {
+	return ask(ctx, p, abi.KindHook, req, resp, &resp.Error)
+}
+
+// ask is Admit, Source and Hook: one round trip decoded into resp, whose
+// Error field (errField) becomes the error.
+func ask[R any](ctx context.Context, p *Plugin, k abi.Kind, req any, resp *R, errField *string) (*R, error) {
+	if err := p.roundTrip(ctx, k, req, resp); err != nil {
 		return nil, err
 	}
-	return resp, p.failed(resp.Error)
+	return resp, p.failed(*errField)
 }
 
 // failed turns a response's Error field into an error (counted as one).
