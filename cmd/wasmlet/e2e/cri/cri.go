@@ -66,8 +66,8 @@ func connect(ctx context.Context, endpoint string) (*Client, error) {
 // Close closes the runtime connection.
 func (c *Client) Close() error { return c.Runtime.Close(context.Background()) }
 
-// WaitReady polls Version and Status every 100 ms until the runtime
-// answers and reports RuntimeReady, or ctx ends.
+// WaitReady polls Status every 100 ms until the runtime answers and
+// reports RuntimeReady, or ctx ends.
 func (c *Client) WaitReady(ctx context.Context) error {
 	var last error
 	for {
