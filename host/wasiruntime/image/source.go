@@ -107,8 +107,9 @@ func firstImage(idx v1.ImageIndex, depth int) (v1.Image, error) {
 	return nil, errors.New("no image manifest in the index")
 }
 
-// moduleOf returns the image's Wasm layer: the one with the Wasm layer media
-// type, else the first layer whose content is a Wasm module.
+// moduleOf returns the image's Wasm layer: the first layer whose content is
+// a Wasm module, whatever its media type; a layer of the Wasm layer media
+// type whose content is not one is an error.
 func moduleOf(img v1.Image) ([]byte, sourceMeta, error) {
 	layers, err := img.Layers()
 	if err != nil {
