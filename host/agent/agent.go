@@ -281,18 +281,7 @@ func (a *Agent) build() error {
 // the PLEG relists, the sync loop is not stuck.
 func (a *Agent) HealthChecks() []server.Check {
 	return []server.Check{
-		{Name: "runtime", Check: func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			h, err := a.rt.Health(ctx)
-			if err != nil {
-				return err
-			}
-			if !h.RuntimeReady {
-				return fmt.Errorf("runtime not ready: %s", h.Message)
-			}
-			return nil
-		}},
+		{Name: "runtime", Check: a.runtimeReady},
 		{Name: "pleg", Check: func() error { return a.pleg.Healthy() }},
 		{Name: "syncloop", Check: func() error {
 			if s := a.iterationStart.Load(); s != 0 && time.Since(time.Unix(0, s)) > 2*time.Minute {
@@ -301,6 +290,21 @@ func (a *Agent) HealthChecks() []server.Check {
 			return nil
 		}},
 	}
+}
+
+// runtimeReady checks that the runtime answers and says it is ready (for
+// /healthz and the node's Ready condition).
+func (a *Agent) runtimeReady() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h, err := a.rt.Health(ctx)
+	switch {
+	case err != nil:
+		return fmt.Errorf("container runtime is down: %w", err)
+	case !h.RuntimeReady:
+		return fmt.Errorf("container runtime not ready: %s", h.Message)
+	}
+	return nil
 }
 
 // Pods returns the pods with their latest status, as /pods serves them.

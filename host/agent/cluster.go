@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,14 +74,8 @@ func (a *Agent) startCluster(spawn func(string, func(context.Context) error)) {
 	c.registrar = node.NewRegistrar(node.RegistrarConfig{
 		Client: c.client, Node: a.node,
 		Ready: func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			h, err := a.rt.Health(ctx)
-			switch {
-			case err != nil:
-				return fmt.Errorf("container runtime is down: %w", err)
-			case !h.RuntimeReady:
-				return fmt.Errorf("container runtime not ready: %s", h.Message)
+			if err := a.runtimeReady(); err != nil {
+				return err
 			}
 			if err := a.pleg.Healthy(); err != nil {
 				return fmt.Errorf("PLEG is not healthy: %w", err)
