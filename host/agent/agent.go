@@ -94,6 +94,12 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxPods <= 0 {
 		cfg.MaxPods = d.MaxPods
 	}
+	if cfg.KubeConfig != "" && cfg.KubeAPIQPS <= 0 {
+		cfg.KubeAPIQPS = d.KubeAPIQPS
+	}
+	if cfg.KubeConfig != "" && cfg.KubeAPIBurst <= 0 {
+		cfg.KubeAPIBurst = d.KubeAPIBurst
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
@@ -128,12 +134,6 @@ func New(cfg Config) (*Agent, error) {
 		sources = append(sources, file.New(file.Config{Path: cfg.StaticPodPath, NodeName: cfg.NodeName, CheckFrequency: cfg.FileCheckFrequency, Logger: a.log.Named("file")}))
 	}
 	if cfg.KubeConfig != "" {
-		if cfg.KubeAPIQPS <= 0 {
-			cfg.KubeAPIQPS, a.cfg.KubeAPIQPS = d.KubeAPIQPS, d.KubeAPIQPS
-		}
-		if cfg.KubeAPIBurst <= 0 {
-			cfg.KubeAPIBurst, a.cfg.KubeAPIBurst = d.KubeAPIBurst, d.KubeAPIBurst
-		}
 		if a.cluster, err = newCluster(cfg, a.reg); err != nil {
 			return nil, err
 		}
