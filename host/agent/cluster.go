@@ -164,7 +164,7 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		code = fmt.Sprint(resp.StatusCode)
 	}
 	method := r.Method
-	if r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1" {
+	if w := r.URL.Query().Get("watch"); w == "true" || w == "1" {
 		method = "WATCH"
 	}
 	t.requests.WithLabelValues(method, resourceOf(r.URL.Path), code).Inc()
