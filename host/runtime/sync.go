@@ -72,6 +72,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	if sandboxID == "" || (!a.CreateSandbox && a.KillPod) {
 		return result
 	}
+	if len(a.EphemeralContainersToStart) == 0 && a.NextInitContainerToStart == nil && len(a.ContainersToStart) == 0 {
+		// Nothing to start (the steady state of a running pod): no sandbox
+		// config to build.
+		return result
+	}
 	sbConfig := m.sandboxConfig(pod, a.Attempt)
 
 	start := func(kind string, c *v1.Container) error {
