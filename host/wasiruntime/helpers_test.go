@@ -60,7 +60,7 @@ func newHarness(t testing.TB) *harness {
 	root := t.TempDir()
 	h := &harness{root: root, logs: t.TempDir()}
 	h.start(t)
-	if _, err := h.rt.Images().Import(testboxImage, testboxWasm); err != nil {
+	if _, err := h.rt.images.Import(testboxImage, testboxWasm); err != nil {
 		t.Fatal(err)
 	}
 	return h

@@ -68,11 +68,11 @@ func TestModuleCache_Get(t *testing.T) {
 				if err := os.WriteFile(p, tt.wasm, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := h.rt.Images().Import(tt.image, p); err != nil {
+				if _, err := h.rt.images.Import(tt.image, p); err != nil {
 					t.Fatal(err)
 				}
 			}
-			img, err := h.rt.Images().Resolve(tt.image)
+			img, err := h.rt.images.Resolve(tt.image)
 			if err != nil {
 				t.Fatal(err)
 			}

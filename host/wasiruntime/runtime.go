@@ -251,9 +251,6 @@ func (r *Runtime) Endpoint() string {
 	return "unix://" + filepath.Join(r.cfg.RootDir, "cri.sock")
 }
 
-// Images returns the runtime's image store (for importing images by hand).
-func (r *Runtime) Images() *image.Store { return r.images }
-
 // OpenImages opens the image store of the runtime rooted at rootDir, for
 // importing images with or without a running runtime (`wasmlet runtime
 // import`); a running runtime sees them at once.

@@ -237,7 +237,7 @@ func TestRuntime_CreateContainer(t *testing.T) {
 		"\x07\x13\x02\x06memory\x02\x00\x06_start\x00\x01"+ // exports
 		"\x0a\x04\x01\x02\x00\x0b")) // body
 	for name, p := range map[string]string{"wasmlet.local/empty:1": empty, "wasmlet.local/env:1": envImport} {
-		if _, err := h.rt.Images().Import(name, p); err != nil {
+		if _, err := h.rt.images.Import(name, p); err != nil {
 			t.Fatalf("import %s: %v", name, err)
 		}
 	}
@@ -462,7 +462,7 @@ func TestRuntime_Trap(t *testing.T) {
 		"\x0a\x05\x01\x03\x00\x00\x0b"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.rt.Images().Import("wasmlet.local/trap:1", p); err != nil {
+	if _, err := h.rt.images.Import("wasmlet.local/trap:1", p); err != nil {
 		t.Fatal(err)
 	}
 	sb, sbCfg := h.sandbox(t, "trap", nil)
@@ -483,7 +483,7 @@ func TestRuntime_Metrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	if _, err := rt.Images().Import(testboxImage, testboxWasm); err != nil {
+	if _, err := rt.images.Import(testboxImage, testboxWasm); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
