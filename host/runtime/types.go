@@ -183,8 +183,6 @@ type StepResult struct {
 type SyncResult struct {
 	// Steps in the order they ran.
 	Steps []StepResult
-	// SyncErr is an error outside the steps (e.g. reading state failed).
-	SyncErr error
 }
 
 func (r *SyncResult) add(action, target string, err error, msg string) {
@@ -194,9 +192,6 @@ func (r *SyncResult) add(action, target string, err error, msg string) {
 // Error returns every failed step joined, or nil.
 func (r *SyncResult) Error() error {
 	var errs []error
-	if r.SyncErr != nil {
-		errs = append(errs, r.SyncErr)
-	}
 	for _, s := range r.Steps {
 		if s.Err != nil {
 			errs = append(errs, s.Err)
