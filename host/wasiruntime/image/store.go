@@ -234,13 +234,12 @@ func (s *Store) Import(name, source string) (Image, error) {
 	if err != nil {
 		return Image{}, fmt.Errorf("import image %s from %s: %w", name, path, err)
 	}
-	return s.Add(name, mod, meta.entrypoint, meta.cmd, path)
+	return s.add(name, mod, meta, path)
 }
 
-// Add stores module bytes under name; entrypoint and cmd are optional
-// defaults, source is recorded for humans.
-func (s *Store) Add(name string, module []byte, entrypoint, cmd []string, source string) (Image, error) {
-	name = Normalize(name)
+// add stores module bytes under name (normalized); meta's entrypoint and cmd
+// are optional defaults, source is recorded for humans.
+func (s *Store) add(name string, module []byte, meta sourceMeta, source string) (Image, error) {
 	if err := checkMagic(module); err != nil {
 		return Image{}, fmt.Errorf("image %s: %w", name, err)
 	}
@@ -254,7 +253,7 @@ func (s *Store) Add(name string, module []byte, entrypoint, cmd []string, source
 			return Image{}, fmt.Errorf("image %s: %w", name, err)
 		}
 	}
-	rec := record{Name: name, Digest: digest, Source: source, Imported: time.Now().UTC(), Entrypoint: entrypoint, Cmd: cmd}
+	rec := record{Name: name, Digest: digest, Source: source, Imported: time.Now().UTC(), Entrypoint: meta.entrypoint, Cmd: meta.cmd}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return Image{}, err
