@@ -47,15 +47,20 @@ func (h *harness) write(t testing.TB, name, image string) {
 	}
 }
 
-// start runs an agent until the returned stop is called.
-func (h *harness) start(t testing.TB) (*Agent, func()) {
+// start runs an agent until the returned stop is called; edit, if given,
+// changes the test config first.
+func (h *harness) start(t testing.TB, edit ...func(*Config)) (*Agent, func()) {
 	t.Helper()
-	a, err := New(Config{
+	cfg := Config{
 		NodeName: "n1", StaticPodPath: h.manifests, RuntimeEndpoint: h.endpoint,
 		RootDir: filepath.Join(h.dir, "root"), PodLogsDir: filepath.Join(h.dir, "logs"),
 		PLEGRelistPeriod: 100 * time.Millisecond, HousekeepingInterval: 200 * time.Millisecond,
 		MaxPods: 5000, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr}),
-	})
+	}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

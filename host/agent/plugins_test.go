@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -41,24 +39,8 @@ func TestAgent_Plugins(t *testing.T) {
 	}
 	h.write(t, "good", "wasmlet.local/busybox:1.0")
 	h.write(t, "bad", "wasmlet.local/busybox:bang!")
-	a, err := New(Config{
-		NodeName: "n1", StaticPodPath: h.manifests, RuntimeEndpoint: h.endpoint, PluginDir: plugins,
-		RootDir: filepath.Join(h.dir, "root"), PodLogsDir: filepath.Join(h.dir, "logs"),
-		PLEGRelistPeriod: 100 * time.Millisecond, HousekeepingInterval: 200 * time.Millisecond,
-		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	a, stop := h.start(t, func(c *Config) { c.PluginDir = plugins })
+	defer stop()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var good, bad *v1.Pod
