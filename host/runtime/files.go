@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,12 +16,39 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+// logTailWindow is how much of the end of a log file logTail reads: far
+// more than 80 lines of CRI prefix (~45 bytes each) plus 2 KiB of text
+// need, where the whole file can be many megabytes (it is read on every
+// status read of a crash-looping container).
+const logTailWindow = 64 << 10
+
 // logTail returns the last lines of a CRI-format log file
-// ("<time> <stream> <tag> <text>"), at most maxBytes.
+// ("<time> <stream> <tag> <text>"), at most maxBytes; it reads only the
+// file's last logTailWindow bytes.
 func logTail(path string, lines, maxBytes int) string {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(fi.Size()-logTailWindow, 0)
+	b := make([]byte, fi.Size()-off)
+	n, err := f.ReadAt(b, off)
+	if err != nil && err != io.EOF {
+		return ""
+	}
+	b = b[:n]
+	if off > 0 {
+		// The window starts inside a line: drop that part.
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b = b[i+1:]
+		} else {
+			b = nil
+		}
 	}
 	var out []string
 	sc := bufio.NewScanner(bytes.NewReader(b))
