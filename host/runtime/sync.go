@@ -60,14 +60,15 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 
 	// Step 4.
 	sandboxID, podIPs := a.SandboxID, status.IPs
+	var sbConfig *runtimeapi.PodSandboxConfig
 	if a.CreateSandbox {
-		id, ips, err := m.createSandbox(ctx, pod, a.Attempt)
+		cfg, id, ips, err := m.createSandbox(ctx, pod, a.Attempt)
 		if err != nil {
 			result.add("CreatePodSandbox", who, fmt.Errorf("%w: %v", ErrCreateSandbox, err), err.Error())
 			return result
 		}
 		result.add("CreatePodSandbox", who, nil, "")
-		sandboxID, podIPs = id, ips
+		sandboxID, podIPs, sbConfig = id, ips, cfg
 	}
 	if sandboxID == "" || (!a.CreateSandbox && a.KillPod) {
 		return result
@@ -77,7 +78,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 		// config to build.
 		return result
 	}
-	sbConfig := m.sandboxConfig(pod, a.Attempt)
+	if sbConfig == nil {
+		// An existing sandbox: rebuild its config as the kubelet does (the
+		// PreSandbox hook ran when it was created and is not run again).
+		sbConfig = m.sandboxConfig(pod, a.Attempt)
+	}
 
 	start := func(kind string, c *v1.Container) error {
 		err, msg := m.startContainer(ctx, sandboxID, sbConfig, pod, c, status, podIPs, backOff)
@@ -107,18 +112,20 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 }
 
 // createSandbox runs the PreSandbox hook, makes the log directory and runs
-// the sandbox; it returns the sandbox's ID and IPs.
-func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (string, []string, error) {
+// the sandbox; it returns the config it ran the sandbox with (hook
+// adjustments included, so the containers are created against the same
+// config), the sandbox's ID and IPs.
+func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, string, []string, error) {
 	if !pod.Spec.HostNetwork {
 		if err := m.networkReady(ctx); err != nil {
-			return "", nil, err
+			return nil, "", nil, err
 		}
 	}
 	cfg := m.sandboxConfig(pod, attempt)
 	if m.cfg.Hooks != nil {
 		adj, err := m.cfg.Hooks.Hook(ctx, abi.HookPreSandbox, pod, nil)
 		if err != nil {
-			return "", nil, fmt.Errorf("PreSandbox hook: %w", err)
+			return nil, "", nil, fmt.Errorf("PreSandbox hook: %w", err)
 		}
 		if adj != nil {
 			for k, v := range adj.Labels {
@@ -130,20 +137,20 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 		}
 	}
 	if err := m.podDirs(cfg.LogDirectory, pod); err != nil {
-		return "", nil, err
+		return nil, "", nil, err
 	}
 	id, err := m.rs.RunPodSandbox(ctx, cfg, m.cfg.RuntimeHandler)
 	if err != nil {
-		return "", nil, err
+		return nil, "", nil, err
 	}
 	if pod.Spec.HostNetwork {
-		return id, nil, nil
+		return cfg, id, nil, nil
 	}
 	resp, err := m.rs.PodSandboxStatus(ctx, id, false)
 	if err != nil {
-		return "", nil, fmt.Errorf("status of new sandbox %s: %w", id, err)
+		return nil, "", nil, fmt.Errorf("status of new sandbox %s: %w", id, err)
 	}
-	return id, sandboxIPs(resp.GetStatus()), nil
+	return cfg, id, sandboxIPs(resp.GetStatus()), nil
 }
 
 // podDirs makes the pod's log directory and <RootDir>/pods/<uid>.
