@@ -17,17 +17,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 
-	"github.com/wasmlet/wasmlet/host/admission"
-	"github.com/wasmlet/wasmlet/host/config"
-	"github.com/wasmlet/wasmlet/host/config/file"
-	"github.com/wasmlet/wasmlet/host/node"
-	"github.com/wasmlet/wasmlet/host/pleg"
-	"github.com/wasmlet/wasmlet/host/pod"
-	"github.com/wasmlet/wasmlet/host/runtime"
-	"github.com/wasmlet/wasmlet/host/server"
-	"github.com/wasmlet/wasmlet/host/status"
+	"github.com/wasmlet/wasmlet/host/internal/admission"
+	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/config/file"
+	"github.com/wasmlet/wasmlet/host/internal/node"
+	"github.com/wasmlet/wasmlet/host/internal/pleg"
+	"github.com/wasmlet/wasmlet/host/internal/pod"
+	"github.com/wasmlet/wasmlet/host/internal/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/server"
+	"github.com/wasmlet/wasmlet/host/internal/status"
 	"github.com/wasmlet/wasmlet/host/wasiruntime"
-	"github.com/wasmlet/wasmlet/host/worker"
+	"github.com/wasmlet/wasmlet/host/internal/worker"
 )
 
 // Version is reported as the node's kubelet version.

@@ -16,11 +16,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/wasmlet/wasmlet/host/config"
-	"github.com/wasmlet/wasmlet/host/config/apiserver"
-	"github.com/wasmlet/wasmlet/host/mirror"
-	"github.com/wasmlet/wasmlet/host/node"
-	"github.com/wasmlet/wasmlet/host/status"
+	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/config/apiserver"
+	"github.com/wasmlet/wasmlet/host/internal/mirror"
+	"github.com/wasmlet/wasmlet/host/internal/node"
+	"github.com/wasmlet/wasmlet/host/internal/status"
 )
 
 // cluster is what the agent runs when it joins a cluster (Config.KubeConfig):

@@ -9,11 +9,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/wasmlet/wasmlet/abi"
-	"github.com/wasmlet/wasmlet/host/admission"
-	"github.com/wasmlet/wasmlet/host/config"
-	"github.com/wasmlet/wasmlet/host/extension"
+	"github.com/wasmlet/wasmlet/host/internal/admission"
+	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/extension"
 	"github.com/wasmlet/wasmlet/host/plugin"
-	"github.com/wasmlet/wasmlet/host/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 // plugins is the agent's plugin directory: the Manager that loads and

@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/wasmlet/wasmlet/abi"
-	"github.com/wasmlet/wasmlet/host/meter/metertest"
+	"github.com/wasmlet/wasmlet/internal/metertest"
 )
 
 var benchModes = []DeadlineMode{DeadlineNone, DeadlineMeter, DeadlineCloseOnDone}

@@ -14,7 +14,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/wasmlet/wasmlet/abi"
-	"github.com/wasmlet/wasmlet/host/meter"
+	"github.com/wasmlet/wasmlet/host/internal/meter"
 )
 
 // Plugin is one loaded plugin. Its methods are safe for concurrent use.

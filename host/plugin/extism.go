@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmlet/wasmlet/abi"
-	"github.com/wasmlet/wasmlet/host/meter"
+	"github.com/wasmlet/wasmlet/host/internal/meter"
 )
 
 // extismImportModule is the module name of Extism's kernel imports; a bare

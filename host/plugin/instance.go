@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/wasmlet/wasmlet/abi"
-	"github.com/wasmlet/wasmlet/host/meter"
+	"github.com/wasmlet/wasmlet/host/internal/meter"
 )
 
 // initTimeoutMin is the least time _initialize gets (a Go runtime starts in

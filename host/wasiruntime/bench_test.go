@@ -16,8 +16,8 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/wasmlet/wasmlet/host/meter"
-	"github.com/wasmlet/wasmlet/host/meter/metertest"
+	"github.com/wasmlet/wasmlet/host/internal/meter"
+	"github.com/wasmlet/wasmlet/internal/metertest"
 )
 
 // BenchmarkRuntime_StartContainer measures what the agent waits for when it

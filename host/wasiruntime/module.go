@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"github.com/wasmlet/wasmlet/host/meter"
+	"github.com/wasmlet/wasmlet/host/internal/meter"
 	"github.com/wasmlet/wasmlet/host/wasiruntime/image"
 )
 

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/wasmlet/wasmlet/host/meter"
+	"github.com/wasmlet/wasmlet/host/internal/meter"
 )
 
 // Exit codes the runtime reports for ends the module did not choose, in the

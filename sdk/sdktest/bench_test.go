@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/wasmlet/wasmlet/abi"
-	"github.com/wasmlet/wasmlet/host/meter/metertest"
+	"github.com/wasmlet/wasmlet/internal/metertest"
 	"github.com/wasmlet/wasmlet/host/plugin"
 )
 

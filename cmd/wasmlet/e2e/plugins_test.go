@@ -24,8 +24,6 @@ import (
 
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
-	"github.com/wasmlet/wasmlet/host/config"
-	"github.com/wasmlet/wasmlet/host/extension"
 )
 
 var (
@@ -88,7 +86,7 @@ func testURLSource(t *testing.T, a *agent, _ *pluginDir, srv *podServer) {
 	v1pod := newPod("fromurl", v1.RestartPolicyAlways, box("main", "log", "200ms", "url-v1"))
 	srv.set(t, v1pod)
 	p := a.waitRunning(t, "fromurl", 2*time.Minute)
-	if src := p.Annotations[config.AnnotationSource]; src != "url-source" {
+	if src := p.Annotations["kubernetes.io/config.source"]; src != "url-source" {
 		t.Errorf("config.source = %q, want url-source", src)
 	}
 	readFileEventually(t, a.containerLog(p, "main", 0), "url-v1", 30*time.Second)
@@ -173,7 +171,7 @@ func testFaultyPlugins(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
 				FailurePolicy: policy,
 				Permissions:   abi.Permissions{Timeout: abi.Duration{Duration: 300 * time.Millisecond}, MemoryPages: 256},
 			})
-			waitPlugin(t, a, "faulty", "version "+version, func(s extension.PluginStatus) bool { return s.Version == version })
+			waitPlugin(t, a, "faulty", "version "+version, func(s pluginStatus) bool { return s.Version == version })
 			name := strings.ToLower(string(policy)) + "-" + fault
 			a.Write(t, name+".yaml", newPod(name, v1.RestartPolicyAlways, box("main", "sleep", "inf")))
 			if policy == abi.FailurePolicyFail {
@@ -183,7 +181,7 @@ func testFaultyPlugins(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
 				})
 			} else {
 				a.waitRunning(t, name, 2*time.Minute)
-				s := waitPlugin(t, a, "faulty", "an error counted", func(s extension.PluginStatus) bool { return s.Errors >= 1 })
+				s := waitPlugin(t, a, "faulty", "an error counted", func(s pluginStatus) bool { return s.Errors >= 1 })
 				if fault == "spin" && s.Timeouts < 1 {
 					t.Errorf("spin: no timeout counted: %+v", s)
 				}
@@ -213,7 +211,7 @@ func testHotReload(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
 		m.Version = "2.0.0"
 		m.Config["allowed"] = "registry.example.invalid"
 	})
-	waitPlugin(t, a, "image-allowlist", "version 2.0.0", func(s extension.PluginStatus) bool { return s.Version == "2.0.0" })
+	waitPlugin(t, a, "image-allowlist", "version 2.0.0", func(s pluginStatus) bool { return s.Version == "2.0.0" })
 	a.Write(t, "reload-b.yaml", newPod("reload-b", v1.RestartPolicyAlways, box("main", "sleep", "inf")))
 	defer a.Remove(t, "reload-b.yaml")
 	a.waitPod(t, "reload-b", time.Minute, "rejected by image-allowlist 2.0.0", func(p *v1.Pod) bool {
@@ -222,7 +220,7 @@ func testHotReload(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
 
 	// Version 3 is not WebAssembly: refused, and 2.0.0 keeps serving.
 	pd.installModule(t, []byte("this is not a wasm module"), abi.Manifest{Name: "image-allowlist", Version: "3.0.0", ABI: abi.V1, Kinds: []abi.Kind{abi.KindAdmission}})
-	s := waitPlugin(t, a, "image-allowlist", "replacement refused", func(s extension.PluginStatus) bool { return s.LastLoad == "failed" })
+	s := waitPlugin(t, a, "image-allowlist", "replacement refused", func(s pluginStatus) bool { return s.LastLoad == "failed" })
 	if s.State != "loaded" || s.Version != "2.0.0" || !strings.Contains(s.Error, "compile") {
 		t.Errorf("after a broken version: %+v", s)
 	}
@@ -334,7 +332,21 @@ func (d *pluginDir) uninstall(t *testing.T, name string) {
 }
 
 // plugins reads /plugins.
-func (a *agent) plugins() ([]extension.PluginStatus, error) {
+// pluginStatus is the part of a /plugins entry the suite reads, decoded
+// from the JSON as any client of the endpoint would.
+type pluginStatus struct {
+	File     string `json:"file"`
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Error    string `json:"error"`
+	LastLoad string `json:"lastLoad"`
+	Version  string `json:"version"`
+	Calls    uint64 `json:"calls"`
+	Errors   uint64 `json:"errors"`
+	Timeouts uint64 `json:"timeouts"`
+}
+
+func (a *agent) plugins() ([]pluginStatus, error) {
 	code, b, err := a.Get("/plugins")
 	if err != nil {
 		return nil, err
@@ -342,7 +354,7 @@ func (a *agent) plugins() ([]extension.PluginStatus, error) {
 	if code != http.StatusOK {
 		return nil, fmt.Errorf("/plugins: %d %s", code, b)
 	}
-	var body struct{ Plugins []extension.PluginStatus }
+	var body struct{ Plugins []pluginStatus }
 	if err := json.Unmarshal(b, &body); err != nil {
 		return nil, fmt.Errorf("/plugins: %w", err)
 	}
@@ -350,9 +362,9 @@ func (a *agent) plugins() ([]extension.PluginStatus, error) {
 }
 
 // waitPlugin waits until /plugins shows plugin name satisfying cond.
-func waitPlugin(t *testing.T, a *agent, name, what string, cond func(extension.PluginStatus) bool) extension.PluginStatus {
+func waitPlugin(t *testing.T, a *agent, name, what string, cond func(pluginStatus) bool) pluginStatus {
 	t.Helper()
-	var got extension.PluginStatus
+	var got pluginStatus
 	harness.Eventually(t, time.Minute, "/plugins: "+name+": "+what, func() (bool, string) {
 		ps, err := a.plugins()
 		if err != nil {

@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/wasmlet/wasmlet/host/config"
+	"github.com/wasmlet/wasmlet/host/internal/config"
 )
 
 const webYAML = `apiVersion: v1

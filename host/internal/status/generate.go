@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/wasmlet/wasmlet/host/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 // Input is what Generate needs.

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/wasmlet/wasmlet/host/config"
+	"github.com/wasmlet/wasmlet/host/internal/config"
 )
 
 func mk(name, uid string, annotations map[string]string) *v1.Pod {

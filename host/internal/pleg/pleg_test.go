@@ -14,7 +14,7 @@ import (
 	apitest "k8s.io/cri-api/pkg/apis/testing"
 	"k8s.io/cri-client/pkg/fake"
 
-	"github.com/wasmlet/wasmlet/host/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 func newRuntime(t *testing.T) (*runtime.Manager, *fake.RemoteRuntime) {

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/wasmlet/wasmlet/host/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 // EventType is the kind of a lifecycle event.

@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/wasmlet/wasmlet/host/config"
+	"github.com/wasmlet/wasmlet/host/internal/config"
 )
 
 // Config configures New.

@@ -26,7 +26,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/wasmlet/wasmlet/host/config"
+	"github.com/wasmlet/wasmlet/host/internal/config"
 )
 
 // Config configures the file source.

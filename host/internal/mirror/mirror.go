@@ -24,8 +24,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/wasmlet/wasmlet/host/config"
-	"github.com/wasmlet/wasmlet/host/pod"
+	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/pod"
 )
 
 // Config configures New.

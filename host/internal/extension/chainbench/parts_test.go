@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/wasmlet/wasmlet/abi"
-	"github.com/wasmlet/wasmlet/host/admission"
+	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/plugin"
 )
 

@@ -26,8 +26,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/wasmlet/wasmlet/host/admission"
-	"github.com/wasmlet/wasmlet/host/extension"
+	"github.com/wasmlet/wasmlet/host/internal/admission"
+	"github.com/wasmlet/wasmlet/host/internal/extension"
 	"github.com/wasmlet/wasmlet/host/plugin"
 	"github.com/wasmlet/wasmlet/sdk/sdktest"
 )
@@ -46,7 +46,7 @@ var policies = []struct {
 }
 
 func pod4k(tb testing.TB) (*v1.Pod, []byte) {
-	b, err := os.ReadFile("../../testdata/pod4k.json")
+	b, err := os.ReadFile("../../../../testdata/pod4k.json")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func pod4k(tb testing.TB) (*v1.Pod, []byte) {
 func wasmChain(tb testing.TB, deadline plugin.DeadlineMode, parallel bool) (*admission.Chain, *plugin.Manager) {
 	dir := tb.TempDir()
 	for _, p := range policies {
-		wasm, err := sdktest.BuildGo(filepath.Join("..", p.name))
+		wasm, err := sdktest.BuildGo(filepath.Join("../../../../plugins", p.name))
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/wasmlet/wasmlet/host/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 // Cache holds the latest runtime status of every pod, stamped with when it
