@@ -26,8 +26,8 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/host/internal/server"
 	"github.com/wasmlet/wasmlet/host/internal/status"
-	"github.com/wasmlet/wasmlet/host/wasiruntime"
 	"github.com/wasmlet/wasmlet/host/internal/worker"
+	"github.com/wasmlet/wasmlet/host/wasiruntime"
 )
 
 // Version is reported as the node's kubelet version.

@@ -12,8 +12,8 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/extension"
-	"github.com/wasmlet/wasmlet/host/plugin"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
+	"github.com/wasmlet/wasmlet/host/plugin"
 )
 
 // plugins is the agent's plugin directory: the Manager that loads and

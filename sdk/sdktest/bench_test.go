@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/wasmlet/wasmlet/abi"
-	"github.com/wasmlet/wasmlet/internal/metertest"
 	"github.com/wasmlet/wasmlet/host/plugin"
+	"github.com/wasmlet/wasmlet/internal/metertest"
 )
 
 // BenchmarkGuestCost splits what one admission of testdata/pod4k.json costs
