@@ -125,14 +125,6 @@ type ContainerPort struct {
 	HostIP string `json:"hostIP"`
 }
 
-// EnvVar is a v1.EnvVar without valueFrom.
-type EnvVar struct {
-	// Name of the variable.
-	Name string `json:"name"`
-	// Value of the variable.
-	Value string `json:"value"`
-}
-
 // ResourceList maps a resource name ("cpu", "memory") to a quantity as
 // written ("250m", "1Gi"; a JSON number keeps its literal text).
 type ResourceList map[string]string

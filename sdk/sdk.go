@@ -150,6 +150,11 @@ type HookPoint = abi.HookPoint
 // Adjustment is what a hook asks to change: env, labels, annotations.
 type Adjustment = abi.Adjustment
 
+// EnvVar is an environment variable: a v1.EnvVar without valueFrom in a
+// Container's Env, and what an Adjustment adds to a container. It is one
+// type in both places.
+type EnvVar = abi.EnvVar
+
 // HookRequest is one call of a Hook.
 type HookRequest struct {
 	// Point is the lifecycle point.

@@ -222,7 +222,7 @@ func TestHandle_Hook(t *testing.T) {
 			return Adjustment{}, errors.New("not now")
 		}
 		return Adjustment{
-			Env:         []abi.EnvVar{{Name: "A", Value: "1"}},
+			Env:         []EnvVar{{Name: "A", Value: "1"}},
 			Labels:      map[string]string{"b": "2", "a": "1"},
 			Annotations: map[string]string{"note": "x\"y"},
 		}, nil

@@ -212,6 +212,12 @@ func alloc(size int32) int32 {
 	return int32(uintptr(unsafe.Pointer(unsafe.SliceData(input))))
 }
 
+// EnvVar is sdk.EnvVar (an alias of abi.EnvVar, outside sdk/pod.go).
+type EnvVar struct {
+	Name  string ` + "`json:\"name\"`" + `
+	Value string ` + "`json:\"value\"`" + `
+}
+
 type response struct {
 	Allowed bool   ` + "`json:\"allowed\"`" + `
 	Reason  string ` + "`json:\"reason,omitempty\"`" + `
