@@ -6,6 +6,14 @@ BIN      := bin
 OUT      := build
 PKGS     := ./...
 BENCHTIME ?= 1s
+# The Go modules of this repository: the host (root), the plugin ABI, the Go
+# SDK and its native test helper, the first-party plugins and the examples.
+# A plugin's module holds only abi, sdk and sdk/sdktest; the others build
+# against this tree's copies through replace directives (no go.work).
+# hack/kube-apiserver is a build tool for Kubernetes binaries, not listed.
+MODULES  := . abi sdk sdk/sdktest plugins examples/plugins
+# each CMD: run CMD in every module, stopping at the first failure.
+each = @set -e; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)); done
 
 .PHONY: all build plugins deps run test unit e2e bench check fmt vet tidy clean
 
@@ -28,28 +36,29 @@ run: build plugins
 
 # Unit tests, then the end-to-end suites against real runtimes.
 test: deps build plugins
-	$(GO) test -count=1 $(PKGS)
+	$(call each,$(GO) test -count=1 $(PKGS))
 	./hack/e2e.sh
 	./hack/e2e-apiserver.sh
 
 unit: build plugins
-	$(GO) test -count=1 $(PKGS)
+	$(call each,$(GO) test -count=1 $(PKGS))
 
 e2e: deps build plugins
 	./hack/e2e.sh
 
 bench: build plugins
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+	$(call each,$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS))
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
-	$(GO) vet $(PKGS)
+	$(call each,$(GO) vet $(PKGS))
 
+# Tidies every module; fails when that changed a go.mod or go.sum.
 tidy:
-	$(GO) mod tidy
-	@git diff --exit-code go.mod go.sum || (echo "go.mod/go.sum not tidy"; exit 1)
+	$(call each,$(GO) mod tidy)
+	@git diff --exit-code -- $(foreach m,$(MODULES),$(m)/go.mod $(wildcard $(m)/go.sum)) || (echo "go.mod/go.sum not tidy"; exit 1)
 
 # Format, vet, tidy and test; fails on a dirty tree like wazero's Makefile.
 check: fmt vet tidy test

@@ -13,6 +13,12 @@
 # also the example workload examples/workloads/testbox for wasip1 into
 # OUTDIR/../workloads/testbox.wasm.
 #
+# A Go plugin builds in the module that holds its directory (plugins/ and
+# examples/plugins/ are modules of their own, requiring only this tree's abi,
+# sdk and sdk/sdktest through replace directives); the testbox workload builds
+# in the root module. GOWORK=off keeps a go.work above the tree from
+# building them against anything else.
+#
 # Incremental: go build leaves an up-to-date module alone, C modules are
 # rebuilt only when a source is newer, and a manifest is rewritten only when
 # its content changes (a running agent's plugin directory watcher sees no
@@ -28,6 +34,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 GO=${GO:-go}
+export GOWORK=off
 CC_WASM=${CC_WASM:-clang-14}
 
 all=0

@@ -29,8 +29,16 @@
 // (Config, Log, KV, HTTP, ThisNode) are plain Go functions.
 //
 // The same package builds natively: the host services then talk to an
-// in-process NativeHost, so the plugin's logic unit-tests with `go test`, and
-// sdk/sdktest runs the compiled .wasm through wasmlet's real plugin host.
+// in-process NativeHost, so the plugin's logic unit-tests with `go test`;
+// sdk/sdktest runs a plugin's fixture cases natively, and wasmlet's
+// plugintest (in the host's module) runs the compiled .wasm through the real
+// plugin host.
+//
+// The SDK is a module of its own that requires only
+// github.com/wasmlet/wasmlet/abi (standard library only), and it names what
+// a plugin uses from the ABI (OpSet, HookPreCreate, EnvVar, KindAdmission …),
+// so a plugin imports this package and nothing else of wasmlet's. It never
+// imports the host, nor the host it.
 package sdk
 
 import (
@@ -134,6 +142,20 @@ type PodUpdate = abi.PodUpdate
 // Op is a pod update operation (SET, ADD, UPDATE, REMOVE, DELETE).
 type Op = abi.Op
 
+// The operations a source may return (abi.OpSet …).
+const (
+	// OpSet replaces the source's whole set of pods.
+	OpSet = abi.OpSet
+	// OpAdd adds pods.
+	OpAdd = abi.OpAdd
+	// OpUpdate changes pods.
+	OpUpdate = abi.OpUpdate
+	// OpRemove removes pods (they are killed).
+	OpRemove = abi.OpRemove
+	// OpDelete marks pods for graceful deletion.
+	OpDelete = abi.OpDelete
+)
+
 // SourceResult is what a Source returns from a poll.
 type SourceResult struct {
 	// Updates are applied in order; none means "no change".
@@ -146,6 +168,25 @@ type SourceResult struct {
 // HookPoint is a lifecycle point (PreSandbox, PreCreate, PostStart, PreStop,
 // PodTerminated).
 type HookPoint = abi.HookPoint
+
+// The lifecycle points (abi.HookPreSandbox …).
+const (
+	// HookPreSandbox is called before a pod sandbox is created.
+	HookPreSandbox = abi.HookPreSandbox
+	// HookPreCreate is called before a container is created; adjustments
+	// apply to that container.
+	HookPreCreate = abi.HookPreCreate
+	// HookPostStart is called after a container started.
+	HookPostStart = abi.HookPostStart
+	// HookPreStop is called before a container is stopped.
+	HookPreStop = abi.HookPreStop
+	// HookPodTerminated is called once a pod's containers and sandbox are gone.
+	HookPodTerminated = abi.HookPodTerminated
+)
+
+// HookPoints lists every lifecycle point in lifecycle order (a copy of
+// abi.HookPoints).
+var HookPoints = append([]HookPoint(nil), abi.HookPoints...)
 
 // Adjustment is what a hook asks to change: env, labels, annotations.
 type Adjustment = abi.Adjustment
@@ -164,6 +205,19 @@ type HookRequest struct {
 	// Container is the container concerned at container points, else nil.
 	Container *Container
 }
+
+// Kind is one role a plugin plays: what Kinds lists and Handle serves.
+type Kind = abi.Kind
+
+// The kinds of plugin (abi.KindAdmission …).
+const (
+	// KindSource returns pod updates (a Source).
+	KindSource = abi.KindSource
+	// KindAdmission admits or rejects a pod (an Admitter).
+	KindAdmission = abi.KindAdmission
+	// KindHook is called at lifecycle points (a Hook).
+	KindHook = abi.KindHook
+)
 
 // registered is the plugin value given to Register and what it implements.
 var registered struct {
@@ -250,8 +304,8 @@ const (
 )
 
 // Kinds lists the kinds the registered plugin implements, in abi.Kinds order.
-func Kinds() []abi.Kind {
-	var ks []abi.Kind
+func Kinds() []Kind {
+	var ks []Kind
 	for _, k := range abi.Kinds {
 		if handles(k) {
 			ks = append(ks, k)
@@ -260,7 +314,7 @@ func Kinds() []abi.Kind {
 	return ks
 }
 
-func handles(k abi.Kind) bool {
+func handles(k Kind) bool {
 	switch k {
 	case abi.KindAdmission:
 		return registered.admitter != nil
@@ -277,7 +331,7 @@ func handles(k abi.Kind) bool {
 // do. It takes ownership of in: decoded strings alias it, so the caller must
 // not modify it afterwards. A plugin panic, a malformed request or a kind the
 // plugin does not implement come back as the response's error field.
-func Handle(kind abi.Kind, in []byte) (out []byte) {
+func Handle(kind Kind, in []byte) (out []byte) {
 	defer func() {
 		if r := recover(); r != nil {
 			out = encodeError(kind, fmt.Sprintf("plugin panicked: %v", r))

@@ -319,3 +319,9 @@ func BenchmarkHandle_Admit(b *testing.B) {
 		Handle(abi.KindAdmission, append([]byte(nil), req...))
 	}
 }
+
+func TestHookPoints(t *testing.T) {
+	if !reflect.DeepEqual(HookPoints, abi.HookPoints) {
+		t.Fatalf("HookPoints = %v, want abi's %v", HookPoints, abi.HookPoints)
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/wasmlet/wasmlet/sdk/sdktest"
+	"github.com/wasmlet/wasmlet/plugintest"
 )
 
 var (
@@ -26,7 +26,7 @@ var (
 func builtPlugins(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		builtDir = filepath.Join(sdktest.CacheDir(), "build", "cmd-wasmlet")
+		builtDir = filepath.Join(plugintest.CacheDir(), "build", "cmd-wasmlet")
 		cmd := exec.Command("../../hack/build-plugins.sh", builtDir,
 			"examples/plugins/deny-privileged", "examples/plugins/deny-privileged-c")
 		if out, err := cmd.CombinedOutput(); err != nil {

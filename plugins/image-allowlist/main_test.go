@@ -62,6 +62,7 @@ func TestImageAllowlist_Admit(t *testing.T) {
 	}
 }
 
-// TestImageAllowlist_Fixtures runs tests/*.yaml natively through sdk.Handle and
-// against the compiled .wasm through wasmlet's plugin host.
+// TestImageAllowlist_Fixtures runs tests/*.yaml natively through sdk.Handle;
+// wasmlet's root module runs them against the compiled .wasm through the
+// real plugin host (plugintest/shipped).
 func TestImageAllowlist_Fixtures(t *testing.T) { sdktest.RunFixtures(t, ".") }

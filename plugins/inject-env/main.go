@@ -15,7 +15,6 @@
 package main
 
 import (
-	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/plugins/internal/policy"
 	"github.com/wasmlet/wasmlet/sdk"
 )
@@ -24,7 +23,7 @@ type injectEnv struct{}
 
 // Hook returns the configured adjustment at PreSandbox and PreCreate.
 func (injectEnv) Hook(req sdk.HookRequest) (sdk.Adjustment, error) {
-	if req.Point != abi.HookPreSandbox && req.Point != abi.HookPreCreate {
+	if req.Point != sdk.HookPreSandbox && req.Point != sdk.HookPreCreate {
 		return sdk.Adjustment{}, nil
 	}
 	if ns := policy.ListSet("namespaces", ""); len(ns) > 0 && !ns[req.Pod.Namespace] {
@@ -41,13 +40,13 @@ func (injectEnv) Hook(req sdk.HookRequest) (sdk.Adjustment, error) {
 	}
 	adj.Labels = toMap(labels)
 	adj.Annotations = toMap(annotations)
-	if req.Point == abi.HookPreCreate {
+	if req.Point == sdk.HookPreCreate {
 		env, err := policy.Pairs("env")
 		if err != nil {
 			return adj, err
 		}
 		for _, kv := range env {
-			adj.Env = append(adj.Env, abi.EnvVar{Name: kv[0], Value: kv[1]})
+			adj.Env = append(adj.Env, sdk.EnvVar{Name: kv[0], Value: kv[1]})
 		}
 	}
 	return adj, nil

@@ -8,6 +8,7 @@ import (
 	"github.com/wasmlet/wasmlet/sdk/sdktest"
 )
 
-// TestNoPrivileged_Fixtures runs tests/*.yaml natively through sdk.Handle and
-// against the compiled .wasm through wasmlet's plugin host.
+// TestNoPrivileged_Fixtures runs tests/*.yaml natively through sdk.Handle;
+// wasmlet's root module runs them against the compiled .wasm through the
+// real plugin host (plugintest/shipped).
 func TestNoPrivileged_Fixtures(t *testing.T) { sdktest.RunFixtures(t, ".") }

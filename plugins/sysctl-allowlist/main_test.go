@@ -38,6 +38,7 @@ func TestMatch(t *testing.T) {
 	}
 }
 
-// TestSysctlAllowlist_Fixtures runs tests/*.yaml natively through sdk.Handle and
-// against the compiled .wasm through wasmlet's plugin host.
+// TestSysctlAllowlist_Fixtures runs tests/*.yaml natively through sdk.Handle;
+// wasmlet's root module runs them against the compiled .wasm through the
+// real plugin host (plugintest/shipped).
 func TestSysctlAllowlist_Fixtures(t *testing.T) { sdktest.RunFixtures(t, ".") }

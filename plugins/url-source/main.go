@@ -28,9 +28,6 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
-	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/plugins/internal/policy"
 	"github.com/wasmlet/wasmlet/sdk"
 )
@@ -49,7 +46,7 @@ func (urlSource) Poll(req sdk.SourceRequest) (sdk.SourceResult, error) {
 	if url == "" {
 		if req.Seq == 1 {
 			sdk.Log(sdk.LevelInfo, "url-source: config url is empty; serving no pods")
-			res.Updates = []sdk.PodUpdate{{Op: abi.OpSet, Pods: []json.RawMessage{}}}
+			res.Updates = []sdk.PodUpdate{{Op: sdk.OpSet, Pods: []json.RawMessage{}}}
 		}
 		res.NextPoll = 5 * time.Minute
 		return res, nil
@@ -90,7 +87,7 @@ func (urlSource) Poll(req sdk.SourceRequest) (sdk.SourceResult, error) {
 	} else {
 		_ = sdk.KVDelete(etagKey)
 	}
-	res.Updates = []sdk.PodUpdate{{Op: abi.OpSet, Pods: pods}}
+	res.Updates = []sdk.PodUpdate{{Op: sdk.OpSet, Pods: pods}}
 	return res, nil
 }
 
@@ -100,7 +97,7 @@ func Decode(body []byte) ([]json.RawMessage, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, errors.New("empty body")
 	}
-	js, err := yaml.YAMLToJSON(body)
+	js, err := yamlToJSON(body)
 	if err != nil {
 		return nil, fmt.Errorf("not YAML or JSON: %w", err)
 	}

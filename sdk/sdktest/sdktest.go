@@ -1,179 +1,81 @@
-// Package sdktest runs a compiled wasmlet plugin in `go test` through
-// wasmlet's real plugin host (host/plugin), the way proxy-wasm-go-sdk's
-// proxytest runs a filter: the .wasm is loaded, sandboxed and called exactly
-// as the agent would, so a test exercises the SDK's exports, its decoder and
-// encoder, and the host's ABI checks together.
+// Package sdktest runs a wasmlet plugin's test cases natively in `go test`,
+// in the plugin's own module: the layout `wasmlet plugin test DIR` reads
+// (DIR/plugin.yaml and one case per DIR/tests/*.yaml, format in package
+// fixture), each case's request JSON through sdk.Handle — the path the wasm
+// export takes — with the plugin the test binary registered.
 //
-//	func TestWasm(t *testing.T) {
-//		p := sdktest.Load(t, sdktest.Build(t, "."), map[string]string{"mode": "strict"})
-//		resp := p.Admit(podJSON)
-//		if resp.Allowed { t.Fatal("privileged pod admitted") }
-//	}
+//	func TestPolicy_Fixtures(t *testing.T) { sdktest.RunFixtures(t, ".") }
 //
-// Unlike package sdk, sdktest imports the host: it is test tooling, never
-// linked into a plugin.
+// It imports the SDK and never the host: running the compiled .wasm through
+// wasmlet's real plugin host is package plugintest's job, in wasmlet's root
+// module (plugintest.RunFixtures runs the same cases as .wasm).
 package sdktest
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
+	"encoding/json"
 	"testing"
 
 	"github.com/wasmlet/wasmlet/abi"
-	"github.com/wasmlet/wasmlet/host/plugin"
+	"github.com/wasmlet/wasmlet/sdk"
+	"github.com/wasmlet/wasmlet/sdk/sdktest/fixture"
 )
 
-// Plugin is a plugin loaded through the real host, closed when the test ends.
-type Plugin struct {
-	tb testing.TB
-	p  *plugin.Plugin
+// RunFixtures runs the admission cases of the Go plugin in dir as subtests
+// native/CASE: the request JSON through sdk.Handle with the plugin the test
+// binary registered (so call it from the plugin's own package, dir "."), and
+// the case's config (the manifest's, with the case's laid over it) served by
+// an sdk.NativeHost.
+//
+// A case fails when the plugin returns an error or its verdict differs from
+// the case's expect block. A directory without a manifest or without cases
+// fails the test. The subtests run one after another: they swap the
+// process-wide native host.
+func RunFixtures(t *testing.T, dir string) {
+	t.Helper()
+	t.Run("native", func(t *testing.T) {
+		RunCases(t, dir, admitNative)
+	})
 }
 
-// Load loads path (a .wasm, or a manifest *.plugin.yaml) with config merged
-// over the manifest's config, and fails the test if it does not load. The
-// host uses a compilation cache shared by all tests (see CacheDir).
-func Load(tb testing.TB, path string, config map[string]string) *Plugin {
-	tb.Helper()
-	return LoadWith(tb, plugin.LoadConfig{Path: path, PluginConfig: config})
-}
+// AdmitFunc asks one build of a plugin about req with config; it fails t when
+// it cannot get an answer.
+type AdmitFunc func(t *testing.T, config map[string]string, req abi.AdmitRequest) abi.AdmitResponse
 
-// LoadWith loads a plugin with a full host configuration (KV store, HTTP
-// client, node info, timeouts). An empty Config.CacheDir gets CacheDir().
-func LoadWith(tb testing.TB, lc plugin.LoadConfig) *Plugin {
-	tb.Helper()
-	p, err := TryLoad(lc)
+// RunCases reads dir's manifest and cases and runs each case as a subtest
+// through admit, with the case's merged config, and checks its verdict. It
+// is RunFixtures for any way of running the plugin.
+func RunCases(t *testing.T, dir string, admit AdmitFunc) {
+	t.Helper()
+	m, err := fixture.ReadManifest(dir)
 	if err != nil {
-		tb.Fatalf("sdktest: %v", err)
+		t.Fatalf("sdktest: %v", err)
 	}
-	tb.Cleanup(func() { p.Close(context.Background()) })
-	return &Plugin{tb: tb, p: p}
-}
-
-// TryLoad loads a plugin like LoadWith but returns the error, for tests of
-// load failures. The caller closes the plugin.
-func TryLoad(lc plugin.LoadConfig) (*plugin.Plugin, error) {
-	if lc.Config.CacheDir == "" {
-		lc.Config.CacheDir = CacheDir()
-	}
-	return plugin.Load(context.Background(), lc)
-}
-
-// Host returns the host-side plugin, for calls and figures sdktest does not
-// wrap (Call, Stats, Exports).
-func (p *Plugin) Host() *plugin.Plugin { return p.p }
-
-// Admit asks the plugin about a pod (v1.Pod JSON) and fails the test if the
-// call fails.
-func (p *Plugin) Admit(pod []byte) abi.AdmitResponse {
-	p.tb.Helper()
-	resp, err := p.AdmitRequest(abi.AdmitRequest{Pod: pod})
+	cases, err := fixture.ReadCases(dir)
 	if err != nil {
-		p.tb.Fatalf("sdktest: admit: %v", err)
+		t.Fatalf("sdktest: %v", err)
+	}
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			resp := admit(t, c.MergedConfig(m.Config), c.Request())
+			if err := c.Check(resp); err != nil {
+				t.Errorf("%s: %v", c.File, err)
+			}
+		})
+	}
+}
+
+// admitNative runs the test binary's registered plugin through sdk.Handle
+// with config served by a native host, restored when the test ends.
+func admitNative(t *testing.T, config map[string]string, req abi.AdmitRequest) abi.AdmitResponse {
+	prev := sdk.UseNativeHost(&sdk.NativeHost{Config: config})
+	t.Cleanup(func() { sdk.UseNativeHost(prev) })
+	in, err := json.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp abi.AdmitResponse
+	if err := json.Unmarshal(sdk.Handle(sdk.KindAdmission, in), &resp); err != nil {
+		t.Fatalf("sdktest: native response: %v", err)
 	}
 	return resp
-}
-
-// AdmitRequest sends a full admission request and returns the response and
-// the call's error (trap, timeout, bad result, or the response's error
-// field), without failing the test.
-func (p *Plugin) AdmitRequest(req abi.AdmitRequest) (abi.AdmitResponse, error) {
-	resp, err := p.p.Admit(context.Background(), &req)
-	if resp == nil {
-		return abi.AdmitResponse{}, err
-	}
-	return *resp, err
-}
-
-// Source polls a source plugin.
-func (p *Plugin) Source(req abi.SourceRequest) (abi.SourceResponse, error) {
-	resp, err := p.p.Source(context.Background(), &req)
-	if resp == nil {
-		return abi.SourceResponse{}, err
-	}
-	return *resp, err
-}
-
-// Hook calls a hook plugin.
-func (p *Plugin) Hook(req abi.HookRequest) (abi.HookResponse, error) {
-	resp, err := p.p.Hook(context.Background(), &req)
-	if resp == nil {
-		return abi.HookResponse{}, err
-	}
-	return *resp, err
-}
-
-// CacheDir is where sdktest keeps built modules and wazero's compilation
-// cache: $WASMLET_SDKTEST_CACHE, else the user cache directory.
-func CacheDir() string {
-	if d := os.Getenv("WASMLET_SDKTEST_CACHE"); d != "" {
-		return d
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		d = os.TempDir()
-	}
-	return filepath.Join(d, "wasmlet", "sdktest")
-}
-
-var buildMu sync.Mutex
-
-// Build compiles the Go plugin package in dir for wasip1 (-buildmode=c-shared)
-// and returns the .wasm's path. The output lives in CacheDir, so when nothing
-// changed `go build` only checks it is up to date. It fails the test on a
-// build error, with the compiler's output.
-func Build(tb testing.TB, dir string) string {
-	tb.Helper()
-	path, err := BuildGo(dir)
-	if err != nil {
-		tb.Fatalf("sdktest: %v", err)
-	}
-	return path
-}
-
-// BuildGo is Build without a testing.TB, for benchmarks' setup and tools.
-func BuildGo(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256([]byte(abs))
-	out := filepath.Join(CacheDir(), "build", hex.EncodeToString(sum[:8]), filepath.Base(abs)+".wasm")
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return "", err
-	}
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	cmd := exec.Command(goTool(), "build", "-buildmode=c-shared", "-trimpath", "-o", out, ".")
-	cmd.Dir = abs
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return "", errors.New("build " + dir + " for wasip1: " + strings.TrimSpace(string(msg)))
-		}
-		return "", err
-	}
-	return out, nil
-}
-
-// goTool is the go command of the running toolchain when there is one.
-func goTool() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			return p
-		}
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

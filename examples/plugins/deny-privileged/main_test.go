@@ -46,7 +46,8 @@ func TestPolicy_Admit(t *testing.T) {
 	}
 }
 
-// TestPolicy_Fixtures runs tests/*.yaml twice: natively through sdk.Handle,
-// the same JSON path the wasm export takes, and as the compiled .wasm through
-// wasmlet's real plugin host.
+// TestPolicy_Fixtures runs tests/*.yaml natively through sdk.Handle, the
+// same JSON path the wasm export takes. wasmlet's root module runs the same
+// cases against the compiled .wasm through the real plugin host
+// (plugintest.RunFixtures, in plugintest/shipped).
 func TestPolicy_Fixtures(t *testing.T) { sdktest.RunFixtures(t, ".") }

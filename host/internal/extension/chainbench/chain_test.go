@@ -29,7 +29,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/extension"
 	"github.com/wasmlet/wasmlet/host/plugin"
-	"github.com/wasmlet/wasmlet/sdk/sdktest"
+	"github.com/wasmlet/wasmlet/plugintest"
 )
 
 // policies and the config under which the 4 KB pod passes all four (the
@@ -63,7 +63,7 @@ func pod4k(tb testing.TB) (*v1.Pod, []byte) {
 func wasmChain(tb testing.TB, deadline plugin.DeadlineMode, parallel bool) (*admission.Chain, *plugin.Manager) {
 	dir := tb.TempDir()
 	for _, p := range policies {
-		wasm, err := sdktest.BuildGo(filepath.Join("../../../../plugins", p.name))
+		wasm, err := plugintest.BuildGo(filepath.Join("../../../../plugins", p.name))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func wasmChain(tb testing.TB, deadline plugin.DeadlineMode, parallel bool) (*adm
 			tb.Fatal(err)
 		}
 	}
-	m, err := plugin.NewManager(plugin.Config{Dir: dir, CacheDir: sdktest.CacheDir(), Deadline: deadline})
+	m, err := plugin.NewManager(plugin.Config{Dir: dir, CacheDir: plugintest.CacheDir(), Deadline: deadline})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-// Command everything is sdktest's test plugin: it implements every kind and
+// Command everything is plugintest's test plugin: it implements every kind and
 // uses every host service, so one test run checks the SDK's imports and
 // exports against the real host.
 package main
@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/sdk"
 )
 
@@ -63,7 +62,7 @@ func (everything) Admit(req sdk.AdmitRequest) (sdk.Verdict, error) {
 // Poll returns one pod per poll, named after the poll's sequence number.
 func (everything) Poll(req sdk.SourceRequest) (sdk.SourceResult, error) {
 	pod, _ := json.Marshal(map[string]any{"metadata": map[string]string{"name": "seq-" + strconv.FormatUint(req.Seq, 10)}})
-	return sdk.SourceResult{Updates: []sdk.PodUpdate{{Op: abi.OpSet, Pods: []json.RawMessage{pod}}}}, nil
+	return sdk.SourceResult{Updates: []sdk.PodUpdate{{Op: sdk.OpSet, Pods: []json.RawMessage{pod}}}}, nil
 }
 
 // Hook labels what it was called for.
@@ -72,7 +71,7 @@ func (everything) Hook(req sdk.HookRequest) (sdk.Adjustment, error) {
 	if req.Container != nil {
 		labels["container"] = req.Container.Name
 	}
-	return sdk.Adjustment{Labels: labels, Env: []abi.EnvVar{{Name: "HOOKED", Value: "1"}}}, nil
+	return sdk.Adjustment{Labels: labels, Env: []sdk.EnvVar{{Name: "HOOKED", Value: "1"}}}, nil
 }
 
 func init() { sdk.Register(everything{}) }

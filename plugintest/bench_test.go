@@ -1,4 +1,4 @@
-package sdktest
+package plugintest
 
 import (
 	"context"
@@ -25,9 +25,9 @@ import (
 //
 //   - all: the SDK decoding every field (the "everything" plugin, no Reads).
 //
-//     go test -run '^$' -bench GuestCost -benchtime 2000x ./sdk/sdktest/
+//     go test -run '^$' -bench GuestCost -benchtime 2000x ./plugintest/
 func BenchmarkGuestCost(b *testing.B) {
-	pod, err := os.ReadFile(filepath.Join("..", "..", "testdata", "pod4k.json"))
+	pod, err := os.ReadFile(filepath.Join("..", "testdata", "pod4k.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sdktest
+package plugintest
 
 import (
 	"bytes"
