@@ -29,7 +29,7 @@ func fixture(name string) string {
 	if _, err := os.Stat(filepath.Join("testdata", name)); err == nil {
 		return filepath.Join("testdata", name)
 	}
-	return filepath.Join("..", "plugin", "testdata", "wat", name)
+	return filepath.Join("..", "..", "plugin", "testdata", "wat", name)
 }
 
 // install copies a module into dir with a manifest (extra YAML appended).
