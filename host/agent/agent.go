@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,19 +12,22 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/wasmlet/wasmlet/host/internal/admission"
+	"github.com/wasmlet/wasmlet/host/internal/cluster"
 	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/config/file"
+	"github.com/wasmlet/wasmlet/host/internal/housekeeping"
 	"github.com/wasmlet/wasmlet/host/internal/node"
 	"github.com/wasmlet/wasmlet/host/internal/pleg"
 	"github.com/wasmlet/wasmlet/host/internal/pod"
+	"github.com/wasmlet/wasmlet/host/internal/podstate"
+	"github.com/wasmlet/wasmlet/host/internal/podsync"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/host/internal/server"
 	"github.com/wasmlet/wasmlet/host/internal/status"
+	"github.com/wasmlet/wasmlet/host/internal/syncloop"
 	"github.com/wasmlet/wasmlet/host/internal/worker"
 	"github.com/wasmlet/wasmlet/host/wasiruntime"
 )
@@ -40,43 +42,66 @@ type Agent struct {
 	log      hclog.Logger
 	reg      prometheus.Registerer
 	gatherer prometheus.Gatherer
-	metrics  *metrics
 
 	podConfig *config.PodConfig
-	cluster   *cluster // nil when standalone
+	cluster   *cluster.Cluster // nil when standalone
+	plugins   *plugins         // nil without a plugin directory
 	pods      *pod.Manager
 	statuses  *status.Manager
-	backOff   *flowcontrol.Backoff
+	node      atomic.Pointer[v1.Node] // set by Run once the runtime answers
 
 	// Built by Run once the runtime answers.
-	rt      *runtime.Manager
-	pleg    *pleg.PLEG
-	admit   *admission.Chain
-	workers *worker.Workers
-	node    *v1.Node
-	hostIPs []string
-
-	mu        sync.Mutex
-	firstSeen map[types.UID]time.Time
-	lastSync  map[types.UID]time.Time
-	started   map[types.UID]bool // pod start latency observed
-	rejected  map[types.UID]bool
-
-	iterationStart atomic.Int64 // unix nanos of the running iteration, 0 when idle
-	plugins        *plugins     // nil without a plugin directory
-	nodeObj        atomic.Pointer[v1.Node]
-	cleaning       atomic.Bool
-	background     sync.WaitGroup // housekeeping runs
+	rt   *runtime.Manager
+	pleg *pleg.PLEG
+	loop *syncloop.Loop
 }
 
 // New checks cfg, fills in defaults and builds the agent's parts that need
 // no runtime. It starts nothing; Run does.
 func New(cfg Config) (*Agent, error) {
+	cfg, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, log: cfg.Logger, reg: cfg.Registerer, pods: pod.New(), statuses: status.NewManager()}
+	switch r := cfg.Registerer.(type) {
+	case nil:
+		reg := prometheus.NewRegistry()
+		a.reg, a.gatherer = reg, reg
+	case prometheus.Gatherer:
+		a.gatherer = r
+	default:
+		a.gatherer = prometheus.DefaultGatherer
+	}
+	var sources []config.Source
+	if cfg.StaticPodPath != "" {
+		sources = append(sources, file.New(file.Config{Path: cfg.StaticPodPath, NodeName: cfg.NodeName, CheckFrequency: cfg.FileCheckFrequency, Logger: a.log.Named("file")}))
+	}
+	if cfg.KubeConfig != "" {
+		a.cluster, err = cluster.New(cluster.Config{
+			KubeConfig: cfg.KubeConfig, QPS: cfg.KubeAPIQPS, Burst: cfg.KubeAPIBurst,
+			UserAgent: "wasmlet/" + Version, NodeName: cfg.NodeName, Registerer: a.reg, Logger: a.log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		sources = append(sources, a.cluster.Source())
+	}
+	if a.plugins, err = a.newPlugins(); err != nil {
+		return nil, err
+	}
+	sources = append(sources, a.plugins.sources()...)
+	a.podConfig = config.New(config.Config{Sources: sources, Logger: a.log.Named("config")})
+	return a, nil
+}
+
+// withDefaults fills the zero fields of cfg from Defaults.
+func withDefaults(cfg Config) (Config, error) {
 	d := Defaults()
 	if cfg.NodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return nil, fmt.Errorf("agent: node name: %w", err)
+			return cfg, fmt.Errorf("agent: node name: %w", err)
 		}
 		cfg.NodeName = h
 	}
@@ -103,48 +128,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	a := &Agent{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		reg:       cfg.Registerer,
-		pods:      pod.New(),
-		statuses:  status.NewManager(),
-		backOff:   runtime.NewBackOff(),
-		firstSeen: map[types.UID]time.Time{},
-		lastSync:  map[types.UID]time.Time{},
-		started:   map[types.UID]bool{},
-		rejected:  map[types.UID]bool{},
-	}
-	switch r := cfg.Registerer.(type) {
-	case nil:
-		reg := prometheus.NewRegistry()
-		a.reg, a.gatherer = reg, reg
-	case prometheus.Gatherer:
-		a.gatherer = r
-	default:
-		a.gatherer = prometheus.DefaultGatherer
-	}
-	m, err := newMetrics(a.reg)
-	if err != nil {
-		return nil, fmt.Errorf("agent: metrics: %w", err)
-	}
-	a.metrics = m
-	var sources []config.Source
-	if cfg.StaticPodPath != "" {
-		sources = append(sources, file.New(file.Config{Path: cfg.StaticPodPath, NodeName: cfg.NodeName, CheckFrequency: cfg.FileCheckFrequency, Logger: a.log.Named("file")}))
-	}
-	if cfg.KubeConfig != "" {
-		if a.cluster, err = newCluster(cfg, a.reg); err != nil {
-			return nil, err
-		}
-		sources = append(sources, a.cluster.source(cfg, a.log))
-	}
-	if a.plugins, err = a.newPlugins(); err != nil {
-		return nil, err
-	}
-	sources = append(sources, a.plugins.sources()...)
-	a.podConfig = config.New(config.Config{Sources: sources, Logger: a.log.Named("config")})
-	return a, nil
+	return cfg, nil
 }
 
 func setDefault(d *time.Duration, def time.Duration) {
@@ -193,10 +177,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	defer a.rt.Close()
-	defer a.background.Wait()
-	if err := a.build(); err != nil {
+	workers, cleaner, err := a.build()
+	if err != nil {
 		return err
 	}
+	defer cleaner.Wait()
 
 	if a.cfg.ReadOnlyPort != 0 {
 		srv, err := server.New(server.Config{
@@ -211,16 +196,28 @@ func (a *Agent) Run(ctx context.Context) error {
 		spawn("read-only server", srv.Run)
 	}
 	if a.cluster != nil {
-		a.startCluster(spawn)
-		defer a.stopCluster()
+		a.cluster.Start(cluster.StartConfig{
+			Node: a.node.Load(), Ready: a.nodeReady, Pods: a.pods, Statuses: a.statuses,
+			SourcesSeen:           a.podConfig.SeenAllSources,
+			StatusUpdateFrequency: a.cfg.NodeStatusUpdateFrequency,
+			StatusReportFrequency: a.cfg.NodeStatusReportFrequency,
+		}, spawn)
+		defer a.cluster.Stop()
 	}
 	a.plugins.start(spawn)
 	spawn("pleg", a.pleg.Run)
 	spawn("pod config", func(ctx context.Context) error { a.podConfig.Run(ctx); return nil })
-	defer a.workers.Stop()
+	defer workers.Stop()
 
 	a.log.Info("agent started", "node", a.cfg.NodeName, "runtime", a.rt.Name()+" "+a.rt.Version(), "endpoint", endpoint, "static_pod_path", a.cfg.StaticPodPath)
-	err := a.syncLoop(ctx, errc)
+	loopErr := make(chan error, 1)
+	go func() { loopErr <- a.loop.Run(ctx) }()
+	select {
+	case err = <-loopErr:
+	case err = <-errc:
+		cancel()
+		<-loopErr
+	}
 	cancel()
 	a.log.Info("agent stopping")
 	return err
@@ -252,29 +249,57 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 	}
 }
 
-// build makes the parts that need the runtime.
-func (a *Agent) build() error {
+// build makes the parts that need the runtime and wires them: the node,
+// the PLEG, the per-pod records, the pod workers and what they run
+// (podsync), housekeeping, admission and the sync loop.
+func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	n, err := node.New(node.Config{Name: a.cfg.NodeName, MaxPods: a.cfg.MaxPods, RootDir: a.cfg.RootDir, AgentVersion: Version, RuntimeVersion: a.rt.Name() + "://" + a.rt.Version()})
 	if err != nil {
-		return fmt.Errorf("agent: node: %w", err)
+		return nil, nil, fmt.Errorf("agent: node: %w", err)
 	}
-	a.node = n
-	a.nodeSet(n)
+	a.node.Store(n)
+	var hostIPs []string
 	for _, ad := range n.Status.Addresses {
 		if ad.Type == v1.NodeInternalIP {
-			a.hostIPs = append(a.hostIPs, ad.Address)
+			hostIPs = append(hostIPs, ad.Address)
 		}
 	}
 	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, RelistPeriod: a.cfg.PLEGRelistPeriod, Logger: a.log.Named("pleg"), Registerer: a.reg}); err != nil {
-		return fmt.Errorf("agent: %w", err)
+		return nil, nil, fmt.Errorf("agent: %w", err)
 	}
-	if a.admit, err = admission.New(admission.Config{Admitters: admission.Builtins(a.cfg.MaxPods), Extra: a.plugins.admitters(), Logger: a.log.Named("admission"), Registerer: a.reg}); err != nil {
-		return fmt.Errorf("agent: %w", err)
+	records := podstate.New(podstate.Config{OnForget: []func(uid types.UID){a.statuses.RemovePod, a.rt.ForgetPod, a.pleg.Cache().Delete}})
+	backOff := runtime.NewBackOff()
+	syncer, err := podsync.New(podsync.Config{
+		Runtime: a.rt, Cache: a.pleg.Cache(), Statuses: a.statuses, Pods: a.pods, Records: records,
+		BackOff: backOff, HostIPs: hostIPs, Events: a.cluster, Terminated: a.cluster.Terminated, Registerer: a.reg,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: %w", err)
 	}
-	if a.workers, err = worker.New(worker.Config{SyncFunc: a.syncPod, Terminated: a.podTerminated, Logger: a.log.Named("worker"), Registerer: a.reg}); err != nil {
-		return fmt.Errorf("agent: %w", err)
+	workers, err := worker.New(worker.Config{SyncFunc: syncer.Sync, Terminated: syncer.Terminated, Logger: a.log.Named("worker"), Registerer: a.reg})
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: %w", err)
 	}
-	return nil
+	cleaner := housekeeping.New(housekeeping.Config{
+		Pods: a.pods, Workers: workers, Runtime: a.rt, Statuses: a.statuses,
+		Forget: records.Forget, BackOff: backOff, Logger: a.log,
+	})
+	admit, err := admission.New(admission.Config{Admitters: admission.Builtins(a.cfg.MaxPods), Extra: a.plugins.admitters(), Logger: a.log.Named("admission"), Registerer: a.reg})
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: %w", err)
+	}
+	a.loop, err = syncloop.New(syncloop.Config{
+		Updates: a.podConfig.Updates(), Events: a.pleg.Events(), SeenAllSources: a.podConfig.SeenAllSources,
+		Pods: a.pods, Records: records, Statuses: a.statuses, Admit: admit, Node: a.node.Load,
+		InitialStatus: syncer.InitialStatus, Workers: workers, Housekeeping: cleaner.Start,
+		Recorder: a.cluster, Cluster: a.cluster,
+		SyncFrequency: a.cfg.SyncFrequency, HousekeepingInterval: a.cfg.HousekeepingInterval,
+		Logger: a.log, Registerer: a.reg,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: %w", err)
+	}
+	return workers, cleaner, nil
 }
 
 // HealthChecks are /healthz's checks: the runtime answers and is ready,
@@ -283,13 +308,20 @@ func (a *Agent) HealthChecks() []server.Check {
 	return []server.Check{
 		{Name: "runtime", Check: a.runtimeReady},
 		{Name: "pleg", Check: func() error { return a.pleg.Healthy() }},
-		{Name: "syncloop", Check: func() error {
-			if s := a.iterationStart.Load(); s != 0 && time.Since(time.Unix(0, s)) > 2*time.Minute {
-				return fmt.Errorf("sync loop stuck for %v", time.Since(time.Unix(0, s)).Round(time.Second))
-			}
-			return nil
-		}},
+		{Name: "syncloop", Check: func() error { return a.loop.Healthy() }},
 	}
+}
+
+// nodeReady is the node's Ready condition: the runtime is ready and the
+// PLEG relists.
+func (a *Agent) nodeReady() error {
+	if err := a.runtimeReady(); err != nil {
+		return err
+	}
+	if err := a.pleg.Healthy(); err != nil {
+		return fmt.Errorf("PLEG is not healthy: %w", err)
+	}
+	return nil
 }
 
 // runtimeReady checks that the runtime answers and says it is ready (for
@@ -309,451 +341,3 @@ func (a *Agent) runtimeReady() error {
 
 // Pods returns the pods with their latest status, as /pods serves them.
 func (a *Agent) Pods() []v1.Pod { return a.statuses.Pods() }
-
-// syncLoop is the kubelet's syncLoop: one select over config updates,
-// PLEG events, the sync ticker and housekeeping.
-func (a *Agent) syncLoop(ctx context.Context, errc <-chan error) error {
-	syncTicker := time.NewTicker(time.Second)
-	defer syncTicker.Stop()
-	hk := time.NewTicker(a.cfg.HousekeepingInterval)
-	defer hk.Stop()
-	updates := a.podConfig.Updates()
-	events := a.pleg.Events()
-	for {
-		var src string
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-errc:
-			return err
-		case u, ok := <-updates:
-			if !ok {
-				return nil
-			}
-			a.iterationStart.Store(time.Now().UnixNano())
-			src = "config"
-			a.dispatch(ctx, u)
-		case e := <-events:
-			a.iterationStart.Store(time.Now().UnixNano())
-			src = "pleg"
-			if p, ok := a.pods.PodByUID(e.ID); ok {
-				a.log.Trace("SyncLoop (PLEG)", "pod", podName(p), "event", e.Type, "id", e.Data)
-				a.HandlePodSyncs([]*v1.Pod{p})
-			}
-		case <-syncTicker.C:
-			a.iterationStart.Store(time.Now().UnixNano())
-			src = "sync"
-			if due := a.podsToSync(); len(due) > 0 {
-				a.HandlePodSyncs(due)
-			}
-		case <-hk.C:
-			a.iterationStart.Store(time.Now().UnixNano())
-			src = "housekeeping"
-			if a.podConfig.SeenAllSources() {
-				a.HandlePodCleanups(ctx)
-			}
-		}
-		a.metrics.iterations.WithLabelValues(src).Inc()
-		a.iterationStart.Store(0)
-	}
-}
-
-func (a *Agent) dispatch(ctx context.Context, u config.PodUpdate) {
-	switch u.Op {
-	case config.OpAdd:
-		a.log.Debug("SyncLoop (ADD)", "source", u.Source, "pods", podNames(u.Pods))
-		a.HandlePodAdditions(ctx, u.Pods)
-	case config.OpUpdate, config.OpDelete:
-		// DELETE is an UPDATE because of graceful deletion.
-		a.log.Debug("SyncLoop ("+string(u.Op)+")", "source", u.Source, "pods", podNames(u.Pods))
-		a.HandlePodUpdates(u.Pods)
-	case config.OpRemove:
-		a.log.Debug("SyncLoop (REMOVE)", "source", u.Source, "pods", podNames(u.Pods))
-		a.HandlePodRemoves(u.Pods)
-	case config.OpReconcile:
-		a.HandlePodReconcile(u.Pods)
-	case config.OpSet:
-		a.log.Error("SyncLoop (SET): the merged stream never carries SET; ignored", "source", u.Source)
-	}
-	a.clusterChanged()
-}
-
-func podName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
-
-func podNames(pods []*v1.Pod) []string {
-	out := make([]string, len(pods))
-	for i, p := range pods {
-		out[i] = podName(p)
-	}
-	return out
-}
-
-// activePods are the admitted pods not in a terminal phase, for admission.
-func (a *Agent) activePods() []*v1.Pod {
-	var out []*v1.Pod
-	for _, p := range a.pods.Pods() {
-		if a.isRejected(p.UID) {
-			continue
-		}
-		if s, ok := a.statuses.PodStatus(p.UID); ok && (s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed) {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-func (a *Agent) isRejected(uid types.UID) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.rejected[uid]
-}
-
-// HandlePodAdditions admits new pods (oldest first) and hands the admitted
-// ones to their workers; a rejected pod gets phase Failed with the
-// admitter's reason and message.
-func (a *Agent) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
-	sort.SliceStable(pods, func(i, j int) bool { return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp) })
-	now := time.Now()
-	// The admitted pods, computed once per batch and grown as pods are
-	// admitted: recomputing it per pod is quadratic in locks.
-	adding := make(map[types.UID]bool, len(pods))
-	for _, p := range pods {
-		adding[p.UID] = true
-	}
-	var active []*v1.Pod
-	for _, p := range a.activePods() {
-		if !adding[p.UID] {
-			active = append(active, p)
-		}
-	}
-	for _, p := range pods {
-		a.pods.AddPod(p)
-		if config.IsMirror(p) {
-			a.syncStaticOf(p)
-			continue
-		}
-		a.mu.Lock()
-		if _, ok := a.firstSeen[p.UID]; !ok {
-			a.firstSeen[p.UID] = now
-		}
-		a.mu.Unlock()
-		r := a.admit.Admit(ctx, admission.Attributes{Pod: p, Node: a.node, Pods: active})
-		if !r.Admit {
-			a.mu.Lock()
-			a.rejected[p.UID] = true
-			a.mu.Unlock()
-			a.statuses.SetPodStatus(p, status.Rejected(p, r.Reason, r.Message))
-			a.metrics.rejected.Inc()
-			a.log.Warn("event: pod rejected", "event", "PodRejected", "pod", podName(p), "uid", p.UID, "admitter", r.Admitter, "reason", r.Reason, "message", r.Message)
-			a.event(p, v1.EventTypeWarning, r.Reason, r.Message)
-			continue
-		}
-		active = append(active, p)
-		if _, ok := a.statuses.PodStatus(p.UID); !ok {
-			s := a.generate(p, nil, nil)
-			if p.Status.Phase != "" && !config.IsStatic(p) {
-				// The API server's status (after an agent restart): kept
-				// until the first sync, so no stale Pending is pushed.
-				s = *p.Status.DeepCopy()
-			}
-			a.statuses.SetPodStatus(p, s)
-		}
-		a.workers.Update(worker.Update{Pod: p, Kind: syncKind(p)})
-	}
-}
-
-// syncStaticOf syncs the static pod a mirror pod mirrors.
-func (a *Agent) syncStaticOf(mirror *v1.Pod) {
-	if p, ok := a.pods.PodByMirrorPod(mirror); ok {
-		a.HandlePodSyncs([]*v1.Pod{p})
-	}
-}
-
-// HandlePodUpdates hands changed pods to their workers; a pod with a
-// deletion timestamp is terminated.
-func (a *Agent) HandlePodUpdates(pods []*v1.Pod) {
-	for _, p := range pods {
-		a.pods.UpdatePod(p)
-		if config.IsMirror(p) {
-			a.syncStaticOf(p)
-			continue
-		}
-		if a.isRejected(p.UID) {
-			if p.DeletionTimestamp != nil {
-				// Nothing runs: the pod may be deleted from the API server.
-				if st, ok := a.statuses.PodStatus(p.UID); ok {
-					a.statuses.SetPodStatus(p, st)
-				}
-				a.podTerminatedInCluster(p)
-			}
-			continue
-		}
-		kind := worker.Sync
-		if p.DeletionTimestamp != nil {
-			kind = worker.Terminate
-		}
-		a.workers.Update(worker.Update{Pod: p, Kind: kind})
-	}
-}
-
-// HandlePodRemoves forgets pods and has their workers kill them.
-func (a *Agent) HandlePodRemoves(pods []*v1.Pod) {
-	for _, p := range pods {
-		a.pods.RemovePod(p)
-		if config.IsMirror(p) {
-			a.syncStaticOf(p)
-			continue
-		}
-		if a.isRejected(p.UID) {
-			a.forget(p.UID)
-			continue
-		}
-		a.workers.Update(worker.Update{Pod: p, Kind: worker.Terminate})
-	}
-}
-
-// HandlePodReconcile records pods of which only the status changed.
-func (a *Agent) HandlePodReconcile(pods []*v1.Pod) {
-	for _, p := range pods {
-		a.pods.UpdatePod(p)
-	}
-}
-
-// HandlePodSyncs asks the pods' workers for a sync (a termination for a
-// pod being deleted: a sync would start it again).
-func (a *Agent) HandlePodSyncs(pods []*v1.Pod) {
-	for _, p := range pods {
-		if a.isRejected(p.UID) {
-			continue
-		}
-		a.workers.Update(worker.Update{Pod: p, Kind: syncKind(p)})
-	}
-}
-
-// syncKind is Terminate for a pod being deleted, else Sync.
-func syncKind(p *v1.Pod) worker.Kind {
-	if p.DeletionTimestamp != nil {
-		return worker.Terminate
-	}
-	return worker.Sync
-}
-
-// podsToSync are the pods whose last sync is older than SyncFrequency.
-func (a *Agent) podsToSync() []*v1.Pod {
-	now := time.Now()
-	var due []*v1.Pod
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, p := range a.pods.Pods() {
-		if a.rejected[p.UID] {
-			continue
-		}
-		if last, ok := a.lastSync[p.UID]; ok && now.Sub(last) >= a.cfg.SyncFrequency {
-			due = append(due, p)
-		}
-	}
-	return due
-}
-
-// HandlePodCleanups is housekeeping, run once every source has been seen:
-// pods in the runtime that no source has are killed, statuses of
-// forgotten pods dropped, and dead containers, sandboxes and pod
-// directories collected. It runs in the background, one at a time.
-func (a *Agent) HandlePodCleanups(ctx context.Context) {
-	if !a.cleaning.CompareAndSwap(false, true) {
-		return
-	}
-	a.background.Add(1)
-	go func() {
-		defer a.background.Done()
-		defer a.cleaning.Store(false)
-		desired := map[types.UID]bool{}
-		for _, p := range a.pods.Pods() {
-			desired[p.UID] = true
-		}
-		working := map[types.UID]bool{}
-		for _, uid := range a.workers.Known() {
-			working[uid] = true
-		}
-		// A pod counts as wanted if it was in the snapshots above or is in
-		// the pod manager now: a pod added since the snapshot already has
-		// a worker making its sandbox and directories.
-		keep := func(uid types.UID) bool {
-			if desired[uid] || working[uid] {
-				return true
-			}
-			_, ok := a.pods.PodByUID(uid)
-			return ok
-		}
-		running, err := a.rt.GetPods(ctx)
-		if err != nil {
-			a.log.Error("housekeeping: list runtime pods", "error", err)
-			return
-		}
-		for _, rp := range running {
-			if keep(rp.UID) || !live(rp) {
-				continue
-			}
-			a.log.Info("killing orphaned pod", "pod", rp.Namespace+"/"+rp.Name, "uid", rp.UID)
-			orphan := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: rp.Name, Namespace: rp.Namespace, UID: rp.UID}}
-			a.workers.Update(worker.Update{Pod: orphan, Kind: worker.Terminate})
-			working[rp.UID] = true
-		}
-		for _, p := range a.statuses.Pods() {
-			if !keep(p.UID) {
-				a.forget(p.UID)
-			}
-		}
-		if err := a.rt.GarbageCollect(ctx, running, keep); err != nil && ctx.Err() == nil {
-			a.log.Warn("housekeeping: garbage collection", "error", err)
-		}
-		a.backOff.GC()
-	}()
-}
-
-func live(p *runtime.Pod) bool {
-	for _, o := range p.Objects {
-		if o.State == runtime.StateRunning || o.State == runtime.StateCreated {
-			return true
-		}
-	}
-	return false
-}
-
-// forget drops everything the agent keeps about a pod.
-func (a *Agent) forget(uid types.UID) {
-	a.statuses.RemovePod(uid)
-	a.rt.ForgetPod(uid)
-	a.pleg.Cache().Delete(uid)
-	a.mu.Lock()
-	delete(a.firstSeen, uid)
-	delete(a.lastSync, uid)
-	delete(a.started, uid)
-	delete(a.rejected, uid)
-	a.mu.Unlock()
-}
-
-// podTerminated is called by a worker once its pod is dead; a pod no
-// source has any more is forgotten.
-func (a *Agent) podTerminated(p *v1.Pod) {
-	a.podTerminatedInCluster(p)
-	if _, ok := a.pods.PodByUID(p.UID); !ok {
-		a.forget(p.UID)
-	}
-}
-
-func (a *Agent) generate(p *v1.Pod, rs *runtime.PodStatus, prev *v1.PodStatus) v1.PodStatus {
-	return status.Generate(status.Input{Pod: p, Runtime: rs, Previous: prev, RuntimeName: a.rt.Name(), HostIPs: a.hostIPs, Waiting: a.rt.WaitingReason})
-}
-
-// syncPod is the workers' sync function: status → runtime.SyncPod (hooks
-// and directories are the runtime's) → status again if anything changed.
-func (a *Agent) syncPod(ctx context.Context, w worker.Work) error {
-	p := w.Pod
-	if w.Kind == worker.Terminate {
-		return a.terminatePod(ctx, p, w.GracePeriod)
-	}
-	a.mu.Lock()
-	since := a.lastSync[p.UID]
-	a.mu.Unlock()
-	// A status newer than the last sync: after a restart this waits for
-	// the first relist, so running containers are seen, not recreated.
-	rs, err := a.pleg.Cache().GetNewerThan(ctx, p.UID, since)
-	if err != nil {
-		return err
-	}
-	api := a.generate(p, rs, a.previous(p.UID))
-	a.statuses.SetPodStatus(p, api)
-	defer func() {
-		a.mu.Lock()
-		a.lastSync[p.UID] = time.Now()
-		a.mu.Unlock()
-	}()
-	if api.Phase == v1.PodSucceeded || api.Phase == v1.PodFailed {
-		// A pod in a terminal phase only gets its remains stopped.
-		if rs.Running() {
-			return a.rt.KillPod(ctx, p, rs, nil)
-		}
-		return nil
-	}
-	res := a.rt.SyncPod(ctx, p, rs, a.backOff)
-	if len(res.Steps) > 0 {
-		// Read the pod back at once, so its status shows what was just done
-		// without waiting for the next relist.
-		if fresh, ok := a.readBack(ctx, p); ok {
-			api = a.generate(p, fresh, &api)
-			a.statuses.SetPodStatus(p, api)
-		}
-	}
-	a.observeStart(p, &api)
-	return res.Error()
-}
-
-// observeStart records the pod start latency once all containers run.
-func (a *Agent) observeStart(p *v1.Pod, s *v1.PodStatus) {
-	if len(s.ContainerStatuses) == 0 {
-		return
-	}
-	for _, c := range s.ContainerStatuses {
-		if c.State.Running == nil {
-			return
-		}
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.started[p.UID] {
-		return
-	}
-	a.started[p.UID] = true
-	if t, ok := a.firstSeen[p.UID]; ok {
-		a.metrics.podStart.Observe(time.Since(t).Seconds())
-	}
-	a.event(p, v1.EventTypeNormal, "Started", "all containers running")
-}
-
-// terminatePod kills the pod with the worker's grace period (the pod's own
-// unless an override shortened it) and records its final status.
-func (a *Agent) terminatePod(ctx context.Context, p *v1.Pod, grace time.Duration) error {
-	rs, err := a.rt.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
-	if err != nil {
-		return err
-	}
-	if rs.Running() {
-		a.event(p, v1.EventTypeNormal, "Killing", fmt.Sprintf("stopping the pod's containers with a %v grace period", grace))
-	}
-	var override *int64
-	if grace != worker.GracePeriod(p, nil) {
-		s := int64(grace / time.Second)
-		override = &s
-	}
-	if err := a.rt.KillPod(ctx, p, rs, override); err != nil {
-		return fmt.Errorf("kill pod %s: %w", podName(p), err)
-	}
-	if _, ok := a.pods.PodByUID(p.UID); ok {
-		if fresh, ok := a.readBack(ctx, p); ok {
-			a.statuses.SetPodStatus(p, a.generate(p, fresh, a.previous(p.UID)))
-		}
-	}
-	return nil
-}
-
-// readBack reads the pod's runtime status right after the agent changed
-// it and puts it in the PLEG cache as of when it was read; false when the
-// read failed (the next relist reads it).
-func (a *Agent) readBack(ctx context.Context, p *v1.Pod) (*runtime.PodStatus, bool) {
-	fresh, err := a.rt.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
-	if err != nil {
-		return nil, false
-	}
-	a.pleg.Cache().Set(p.UID, fresh, nil, fresh.Timestamp)
-	return fresh, true
-}
-
-// previous is the pod's last generated status, nil when it has none.
-func (a *Agent) previous(uid types.UID) *v1.PodStatus {
-	if s, ok := a.statuses.PodStatus(uid); ok {
-		return &s
-	}
-	return nil
-}

@@ -242,7 +242,7 @@ func TestAgent_Run_RejectsOverMaxPods(t *testing.T) {
 	}
 }
 
-func TestAgent_HandlePodCleanups_KillsOrphans(t *testing.T) {
+func TestAgent_Run_HousekeepingKillsOrphans(t *testing.T) {
 	h := newHarness(t)
 	h.write(t, "gone", "img:1")
 	h.write(t, "stays", "img:1")

@@ -1,7 +1,8 @@
-// Package agent wires the host's parts together: Config → New → Run(ctx). It
-// holds no logic of its own beyond the sync loop's dispatch; every decision
-// lives in the package named for it (config, pod, admission, worker, runtime,
-// pleg, status, server, plugin).
+// Package agent wires the host's parts together: Config → New → Run(ctx),
+// and /healthz. It holds no logic of its own: the sync loop and its
+// handlers are syncloop's, what a pod worker does is podsync's, the
+// per-pod records podstate's, orphan cleanup housekeeping's, and the API
+// server side cluster's (all under host/internal).
 package agent
 
 import (

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"path/filepath"
 
-	v1 "k8s.io/api/core/v1"
-
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/config"
@@ -60,7 +58,7 @@ func (a *Agent) newPlugins() (*plugins, error) {
 
 // nodeInfo serves the plugins' node_info import from the node object.
 func (a *Agent) nodeInfo(context.Context) (abi.NodeInfo, error) {
-	n := a.nodeObj.Load()
+	n := a.node.Load()
 	if n == nil {
 		return abi.NodeInfo{Name: a.cfg.NodeName}, nil
 	}
@@ -90,9 +88,6 @@ func (p *plugins) start(spawn func(string, func(context.Context) error)) {
 	spawn("plugin manager", p.mgr.Run)
 	spawn("plugin sources", p.ext.Run)
 }
-
-// nodeSet records the node for nodeInfo.
-func (a *Agent) nodeSet(n *v1.Node) { a.nodeObj.Store(n) }
 
 // hooks are the runtime's hooks: the hook plugins, or none.
 func (p *plugins) hooks() runtime.Hooks {

@@ -1,0 +1,247 @@
+// Package podsync is what a pod worker does with a pod, the kubelet's
+// SyncPod and SyncTerminatingPod: bring a pod to its spec (status from the
+// newest runtime state, runtime.SyncPod, status again when anything was
+// done) or stop it within its grace period, and observe the pod start
+// latency.
+package podsync
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/podstate"
+	"github.com/wasmlet/wasmlet/host/internal/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/status"
+	"github.com/wasmlet/wasmlet/host/internal/worker"
+)
+
+// Runtime is the part of the runtime manager a sync uses.
+type Runtime interface {
+	// Name is the runtime's name, the scheme of container IDs.
+	Name() string
+	// SyncPod brings the pod's sandbox and containers to its spec.
+	SyncPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus, backOff *flowcontrol.Backoff) runtime.SyncResult
+	// KillPod stops the pod's containers and sandbox.
+	KillPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus, gracePeriodOverride *int64) error
+	// GetPodStatus reads the pod's state from the runtime.
+	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
+	// WaitingReason is the reason of a container's last failed start.
+	WaitingReason(uid types.UID, container string) (reason, message string, ok bool)
+}
+
+// Cache is the PLEG's cache of runtime pod states.
+type Cache interface {
+	// GetNewerThan blocks until the pod's state is newer than t.
+	GetNewerThan(ctx context.Context, uid types.UID, t time.Time) (*runtime.PodStatus, error)
+	// Set records the pod's state as of t.
+	Set(uid types.UID, s *runtime.PodStatus, err error, t time.Time)
+}
+
+// Statuses keeps the latest API status of every pod.
+type Statuses interface {
+	// SetPodStatus records the pod's status.
+	SetPodStatus(pod *v1.Pod, s v1.PodStatus) bool
+	// PodStatus is the pod's last recorded status.
+	PodStatus(uid types.UID) (v1.PodStatus, bool)
+}
+
+// Pods are the pods the sources want on the node.
+type Pods interface {
+	// PodByUID returns the pod with uid if a source still has it.
+	PodByUID(uid types.UID) (*v1.Pod, bool)
+}
+
+// Recorder records Kubernetes Events about pods.
+type Recorder interface {
+	// Event records an event of eventType about pod.
+	Event(pod *v1.Pod, eventType, reason, message string)
+}
+
+// Config configures a Syncer.
+type Config struct {
+	// Runtime runs the pods.
+	Runtime Runtime
+	// Cache is the PLEG's cache a sync reads the pod's state from.
+	Cache Cache
+	// Statuses receives every status a sync generates.
+	Statuses Statuses
+	// Pods tells whether a source still has a pod.
+	Pods Pods
+	// Records is the per-pod bookkeeping: last sync, first seen, started.
+	Records *podstate.Store
+	// BackOff is the crash-loop and image-pull back-off shared by all pods.
+	BackOff *flowcontrol.Backoff
+	// HostIPs are the node's internal IPs, for the pod status.
+	HostIPs []string
+	// Events records the Killing and Started events.
+	Events Recorder
+	// Terminated, when set, is told of every pod a worker finished
+	// terminating (the status sync may then delete it from the API server).
+	Terminated func(pod *v1.Pod)
+	// Registerer receives wasmlet_pod_start_duration_seconds.
+	Registerer prometheus.Registerer
+}
+
+// Syncer syncs and terminates pods for the pod workers.
+type Syncer struct {
+	cfg      Config
+	podStart prometheus.Histogram
+}
+
+// New checks cfg and registers the syncer's metric.
+func New(cfg Config) (*Syncer, error) {
+	if cfg.Runtime == nil || cfg.Cache == nil || cfg.Statuses == nil || cfg.Pods == nil || cfg.Records == nil || cfg.Events == nil {
+		return nil, fmt.Errorf("podsync: Runtime, Cache, Statuses, Pods, Records and Events are required")
+	}
+	s := &Syncer{cfg: cfg, podStart: prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "wasmlet_pod_start_duration_seconds",
+		Help:    "Time from the agent first seeing a pod to all its containers running.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+	})}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(s.podStart); err != nil {
+			return nil, fmt.Errorf("podsync: register metrics: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// InitialStatus is the status of a pod just admitted: Pending with nothing
+// in the runtime, or — for a pod from the API server that already has a
+// status (after an agent restart) — that status, kept until the first
+// sync so no stale Pending is pushed.
+func (s *Syncer) InitialStatus(p *v1.Pod) v1.PodStatus {
+	if p.Status.Phase != "" && !config.IsStatic(p) {
+		return *p.Status.DeepCopy()
+	}
+	return s.generate(p, nil, nil)
+}
+
+// Sync is the pod workers' sync function: Terminate kills the pod, Sync
+// brings it to its spec.
+func (s *Syncer) Sync(ctx context.Context, w worker.Work) error {
+	if w.Kind == worker.Terminate {
+		return s.terminate(ctx, w.Pod, w.GracePeriod)
+	}
+	return s.sync(ctx, w.Pod)
+}
+
+// sync: status → runtime.SyncPod (hooks and directories are the
+// runtime's) → status again if anything changed.
+func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
+	// A status newer than the last sync: after a restart this waits for
+	// the first relist, so running containers are seen, not recreated.
+	rs, err := s.cfg.Cache.GetNewerThan(ctx, p.UID, s.cfg.Records.LastSync(p.UID))
+	if err != nil {
+		return err
+	}
+	api := s.generate(p, rs, s.previous(p.UID))
+	s.cfg.Statuses.SetPodStatus(p, api)
+	defer func() { s.cfg.Records.Synced(p.UID, time.Now()) }()
+	if api.Phase == v1.PodSucceeded || api.Phase == v1.PodFailed {
+		// A pod in a terminal phase only gets its remains stopped.
+		if rs.Running() {
+			return s.cfg.Runtime.KillPod(ctx, p, rs, nil)
+		}
+		return nil
+	}
+	res := s.cfg.Runtime.SyncPod(ctx, p, rs, s.cfg.BackOff)
+	if len(res.Steps) > 0 {
+		// Read the pod back at once, so its status shows what was just done
+		// without waiting for the next relist.
+		if fresh, ok := s.readBack(ctx, p); ok {
+			api = s.generate(p, fresh, &api)
+			s.cfg.Statuses.SetPodStatus(p, api)
+		}
+	}
+	s.observeStart(p, &api)
+	return res.Error()
+}
+
+// observeStart records the pod start latency once all containers run.
+func (s *Syncer) observeStart(p *v1.Pod, st *v1.PodStatus) {
+	if len(st.ContainerStatuses) == 0 {
+		return
+	}
+	for _, c := range st.ContainerStatuses {
+		if c.State.Running == nil {
+			return
+		}
+	}
+	seen, first := s.cfg.Records.Started(p.UID)
+	if !first {
+		return
+	}
+	if !seen.IsZero() {
+		s.podStart.Observe(time.Since(seen).Seconds())
+	}
+	s.cfg.Events.Event(p, v1.EventTypeNormal, "Started", "all containers running")
+}
+
+// terminate kills the pod with the worker's grace period (the pod's own
+// unless an override shortened it) and records its final status.
+func (s *Syncer) terminate(ctx context.Context, p *v1.Pod, grace time.Duration) error {
+	rs, err := s.cfg.Runtime.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
+	if err != nil {
+		return err
+	}
+	if rs.Running() {
+		s.cfg.Events.Event(p, v1.EventTypeNormal, "Killing", fmt.Sprintf("stopping the pod's containers with a %v grace period", grace))
+	}
+	var override *int64
+	if grace != worker.GracePeriod(p, nil) {
+		sec := int64(grace / time.Second)
+		override = &sec
+	}
+	if err := s.cfg.Runtime.KillPod(ctx, p, rs, override); err != nil {
+		return fmt.Errorf("kill pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	if _, ok := s.cfg.Pods.PodByUID(p.UID); ok {
+		if fresh, ok := s.readBack(ctx, p); ok {
+			s.cfg.Statuses.SetPodStatus(p, s.generate(p, fresh, s.previous(p.UID)))
+		}
+	}
+	return nil
+}
+
+// Terminated is the pod workers' callback once a pod is dead: the cluster
+// is told, and a pod no source has any more is forgotten.
+func (s *Syncer) Terminated(p *v1.Pod) {
+	if s.cfg.Terminated != nil {
+		s.cfg.Terminated(p)
+	}
+	if _, ok := s.cfg.Pods.PodByUID(p.UID); !ok {
+		s.cfg.Records.Forget(p.UID)
+	}
+}
+
+// readBack reads the pod's runtime status right after the agent changed
+// it and puts it in the PLEG cache as of when it was read; false when the
+// read failed (the next relist reads it).
+func (s *Syncer) readBack(ctx context.Context, p *v1.Pod) (*runtime.PodStatus, bool) {
+	fresh, err := s.cfg.Runtime.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
+	if err != nil {
+		return nil, false
+	}
+	s.cfg.Cache.Set(p.UID, fresh, nil, fresh.Timestamp)
+	return fresh, true
+}
+
+func (s *Syncer) generate(p *v1.Pod, rs *runtime.PodStatus, prev *v1.PodStatus) v1.PodStatus {
+	return status.Generate(status.Input{Pod: p, Runtime: rs, Previous: prev, RuntimeName: s.cfg.Runtime.Name(), HostIPs: s.cfg.HostIPs, Waiting: s.cfg.Runtime.WaitingReason})
+}
+
+// previous is the pod's last generated status, nil when it has none.
+func (s *Syncer) previous(uid types.UID) *v1.PodStatus {
+	if st, ok := s.cfg.Statuses.PodStatus(uid); ok {
+		return &st
+	}
+	return nil
+}
