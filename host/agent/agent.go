@@ -186,7 +186,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cfg.ReadOnlyPort != 0 {
 		srv, err := server.New(server.Config{
 			Address: a.cfg.Address, Port: a.cfg.ReadOnlyPort, Pods: a.statuses.Pods,
-			Checks:   a.HealthChecks(),
+			Checks:   a.healthChecks(),
 			Gatherer: a.gatherer, Logger: a.log.Named("server"),
 			Handlers: a.plugins.handlers(),
 		})
@@ -302,9 +302,9 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	return workers, cleaner, nil
 }
 
-// HealthChecks are /healthz's checks: the runtime answers and is ready,
+// healthChecks are /healthz's checks: the runtime answers and is ready,
 // the PLEG relists, the sync loop is not stuck.
-func (a *Agent) HealthChecks() []server.Check {
+func (a *Agent) healthChecks() []server.Check {
 	return []server.Check{
 		{Name: "runtime", Check: a.runtimeReady},
 		{Name: "pleg", Check: func() error { return a.pleg.Healthy() }},
