@@ -22,8 +22,15 @@ all: build plugins
 deps:
 	./hack/install-deps.sh
 
+# The commit `wasmlet version` reports. The go command stamps it (vcs.revision,
+# vcs.modified) only in a plain clone, not in a git worktree (its .git is a
+# file) nor under GOFLAGS=-buildvcs=false, so it is also passed with -X; both
+# are empty outside a git checkout.
+COMMIT    = $(shell git rev-parse HEAD 2>/dev/null)
+MODIFIED  = $(shell [ -n "$$(git status --porcelain 2>/dev/null)" ] && echo true)
+
 build:
-	$(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/wasmlet ./cmd/wasmlet
+	$(GO) build -trimpath -ldflags "-s -w -X main.commit=$(COMMIT) -X main.modified=$(MODIFIED)" -o $(BIN)/wasmlet ./cmd/wasmlet
 
 # Every plugin under plugins/ and examples/ (GOOS=wasip1 GOARCH=wasm
 # -buildmode=c-shared for Go, clang --target=wasm32-wasi for C), each with a

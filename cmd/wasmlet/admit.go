@@ -20,7 +20,7 @@ import (
 func init() {
 	register("admit", command{
 		summary: "ask an admission plugin about a pod: admit --plugin FILE.wasm [--config K=V]... POD.yaml",
-		run:     func(args []string) int { return runAdmit(args, os.Stdout, os.Stderr) },
+		run:     runAdmit,
 	})
 }
 

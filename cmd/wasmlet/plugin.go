@@ -26,7 +26,7 @@ import (
 func init() {
 	register("plugin", command{
 		summary: "plugin tools: plugin inspect FILE.wasm | plugin test [--wasm FILE.wasm] DIR",
-		run:     func(args []string) int { return runPlugin(args, os.Stdout, os.Stderr) },
+		run:     runPlugin,
 	})
 }
 

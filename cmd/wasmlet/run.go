@@ -226,7 +226,8 @@ func validateRunConfig(c agent.Config, lo logOptions) error {
 	return errors.Join(errs...)
 }
 
-func runRun(args []string) int {
+// runRun is `wasmlet run`: the agent until SIGTERM or SIGINT.
+func runRun(args []string, _, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go func() {
@@ -234,7 +235,7 @@ func runRun(args []string) int {
 		<-ctx.Done()
 		stop()
 	}()
-	return runAgent(ctx, args, os.Stderr)
+	return runAgent(ctx, args, stderr)
 }
 
 // runAgent runs `wasmlet run` until ctx is done; it returns the exit code.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -28,11 +29,14 @@ func init() {
 
 const defaultRuntimeRoot = "/var/lib/wasmlet/runtime"
 
-func runRuntime(args []string) int {
+// runRuntime is `wasmlet runtime`: the embedded runtime until SIGTERM or
+// SIGINT, or `wasmlet runtime import`.
+func runRuntime(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "import" {
-		return runtimeImport(args[1:])
+		return runtimeImport(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("wasmlet runtime", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	root := fs.String("root-dir", defaultRuntimeRoot, "the runtime's state: images, compilation cache, sandboxes, containers")
 	listen := fs.String("listen", "", "CRI endpoint to serve (default unix://<root-dir>/cri.sock)")
 	podIP := fs.String("pod-ip", "", "IP reported for every pod (default: the node's first non-loopback IPv4)")
@@ -45,7 +49,7 @@ func runRuntime(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "wasmlet", Level: hclog.LevelFromString(*level)})
+	log := hclog.New(&hclog.LoggerOptions{Name: "wasmlet", Level: hclog.LevelFromString(*level), Output: stderr})
 	reg := prometheus.NewRegistry()
 	rt, err := wasiruntime.New(wasiruntime.Config{RootDir: *root, PodIP: *podIP, Logger: log, Registerer: reg})
 	if err != nil {
@@ -82,8 +86,9 @@ func runRuntime(args []string) int {
 
 // runtimeImport adds a module to the image store, as a running runtime (or
 // one started later on the same root dir) will see it.
-func runtimeImport(args []string) int {
+func runtimeImport(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("wasmlet runtime import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	root := fs.String("root-dir", defaultRuntimeRoot, "the runtime's root dir")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: wasmlet runtime import [--root-dir DIR] [NAME] SOURCE\n\nSOURCE is a .wasm module, an OCI image layout directory or an image tarball\nwhose layer is a Wasm module. NAME (e.g. wasmlet.local/testbox:1.0) defaults to\nfile://<absolute SOURCE>.\n\nflags:")
@@ -104,7 +109,7 @@ func runtimeImport(args []string) int {
 	}
 	abs, err := filepath.Abs(source)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "wasmlet runtime import:", err)
+		fmt.Fprintln(stderr, "wasmlet runtime import:", err)
 		return 1
 	}
 	if name == "" {
@@ -112,17 +117,17 @@ func runtimeImport(args []string) int {
 	}
 	st, err := wasiruntime.OpenImages(*root)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "wasmlet runtime import:", err)
+		fmt.Fprintln(stderr, "wasmlet runtime import:", err)
 		return 1
 	}
 	img, err := st.Import(name, abs)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "wasmlet runtime import:", err)
+		fmt.Fprintln(stderr, "wasmlet runtime import:", err)
 		return 1
 	}
-	fmt.Printf("%s %s (%d bytes)\n", image.Normalize(name), img.ID, img.Size)
+	fmt.Fprintf(stdout, "%s %s (%d bytes)\n", image.Normalize(name), img.ID, img.Size)
 	if err := wasiruntime.Precompile(context.Background(), *root, img.ID); err != nil {
-		fmt.Fprintf(os.Stderr, "wasmlet runtime import: imported, but containers of it will fail: %v\n", err)
+		fmt.Fprintf(stderr, "wasmlet runtime import: imported, but containers of it will fail: %v\n", err)
 		return 1
 	}
 	return 0

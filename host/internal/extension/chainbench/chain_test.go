@@ -7,7 +7,7 @@
 // against the same four checks written natively in Go. It reports p50 and
 // p99 per pod besides ns/op and the process CPU time per pod.
 //
-//	go test -run '^$' -bench Chain -benchtime 2000x ./plugins/bench/
+//	go test -run '^$' -bench Chain -benchtime 2000x ./host/internal/extension/chainbench/
 package bench
 
 import (

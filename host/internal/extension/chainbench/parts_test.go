@@ -29,7 +29,7 @@ import (
 //
 //   - chain: admission.Chain.Admit, the agent's path.
 //
-//     go test -run '^$' -bench ChainParts -benchtime 2000x ./plugins/bench/
+//     go test -run '^$' -bench ChainParts -benchtime 2000x ./host/internal/extension/chainbench/
 func BenchmarkChainParts(b *testing.B) {
 	pod, _ := pod4k(b)
 	chain, m := wasmChain(b, plugin.DeadlineAuto, false)
