@@ -38,18 +38,22 @@ type decoder struct {
 	ints   []int64
 	int32s []int32
 
-	containers  []Container
-	envs        []EnvVar
-	ports       []ContainerPort
-	mounts      []VolumeMount
-	volumes     []Volume
+	// The arenas of pod types, which gendecode finds by element type (see
+	// pod_decode.go). A block tag makes the arena's type's arrays go
+	// through decodeArray, which starts a fresh block of that many
+	// elements when the arena runs out; the others hold pointers' targets.
+	containers  []Container     `block:"4"`
+	envs        []EnvVar        `block:"16"`
+	ports       []ContainerPort `block:"8"`
+	mounts      []VolumeMount   `block:"16"`
+	volumes     []Volume        `block:"8"`
 	secctxs     []SecurityContext
 	podSecs     []PodSecurityContext
 	caps        []Capabilities
 	seccomps    []SeccompProfile
 	hostPaths   []HostPathVolumeSource
-	ownerRefs   []OwnerReference
-	tolerations []Toleration
+	ownerRefs   []OwnerReference `block:"4"`
+	tolerations []Toleration     `block:"8"`
 }
 
 // slab is a pod decoder with the first block of each of its arenas: one

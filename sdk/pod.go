@@ -5,6 +5,11 @@ package sdk
 // a policy reads like one written against client-go. Fields Kubernetes makes
 // optional pointers stay pointers (nil means "not set"); the nil-safe helper
 // methods answer the usual questions without nil checks.
+//
+// The decode functions for these types (pod_decode.go) are generated from
+// them by internal/gendecode: the json tags name the members, and a parts
+// tag names the part of a pod (Parts, Reads) a field belongs to, decoded
+// only when the plugin reads it. Run go generate after changing a type.
 
 // Pod is a v1.Pod, reduced to what node policies need.
 type Pod struct {
@@ -27,11 +32,11 @@ type ObjectMeta struct {
 	// UID of the object.
 	UID string `json:"uid"`
 	// Labels of the object.
-	Labels map[string]string `json:"labels"`
+	Labels map[string]string `json:"labels" parts:"Labels"`
 	// Annotations of the object.
-	Annotations map[string]string `json:"annotations"`
+	Annotations map[string]string `json:"annotations" parts:"Labels"`
 	// OwnerReferences name the objects that own this one.
-	OwnerReferences []OwnerReference `json:"ownerReferences"`
+	OwnerReferences []OwnerReference `json:"ownerReferences" parts:"Labels"`
 }
 
 // OwnerReference is a v1.OwnerReference, reduced.
@@ -51,7 +56,7 @@ type OwnerReference struct {
 // PodSpec is a v1.PodSpec, reduced.
 type PodSpec struct {
 	// Volumes of the pod.
-	Volumes []Volume `json:"volumes"`
+	Volumes []Volume `json:"volumes" parts:"Volumes"`
 	// InitContainers run in order before the app containers.
 	InitContainers []Container `json:"initContainers"`
 	// Containers are the app containers.
@@ -61,7 +66,7 @@ type PodSpec struct {
 	// RestartPolicy is Always, OnFailure or Never.
 	RestartPolicy string `json:"restartPolicy"`
 	// NodeSelector must match the node's labels.
-	NodeSelector map[string]string `json:"nodeSelector"`
+	NodeSelector map[string]string `json:"nodeSelector" parts:"Scheduling"`
 	// ServiceAccountName is the pod's service account.
 	ServiceAccountName string `json:"serviceAccountName"`
 	// NodeName is the node the pod is bound to.
@@ -75,7 +80,7 @@ type PodSpec struct {
 	// SecurityContext holds pod-level security settings.
 	SecurityContext *PodSecurityContext `json:"securityContext"`
 	// Tolerations of the pod.
-	Tolerations []Toleration `json:"tolerations"`
+	Tolerations []Toleration `json:"tolerations" parts:"Scheduling"`
 	// PriorityClassName names the pod's priority class.
 	PriorityClassName string `json:"priorityClassName"`
 	// Priority is the resolved priority value.
@@ -92,19 +97,19 @@ type Container struct {
 	// Image reference.
 	Image string `json:"image"`
 	// Command overrides the image's entrypoint.
-	Command []string `json:"command"`
+	Command []string `json:"command" parts:"Commands"`
 	// Args override the image's cmd.
-	Args []string `json:"args"`
+	Args []string `json:"args" parts:"Commands"`
 	// WorkingDir of the process.
-	WorkingDir string `json:"workingDir"`
+	WorkingDir string `json:"workingDir" parts:"Commands"`
 	// Ports the container exposes.
-	Ports []ContainerPort `json:"ports"`
+	Ports []ContainerPort `json:"ports" parts:"Ports"`
 	// Env variables set directly (valueFrom sources are not decoded).
-	Env []EnvVar `json:"env"`
+	Env []EnvVar `json:"env" parts:"Env"`
 	// Resources requested and limited.
-	Resources ResourceRequirements `json:"resources"`
+	Resources ResourceRequirements `json:"resources" parts:"Resources"`
 	// VolumeMounts of the container.
-	VolumeMounts []VolumeMount `json:"volumeMounts"`
+	VolumeMounts []VolumeMount `json:"volumeMounts" parts:"VolumeMounts"`
 	// ImagePullPolicy is Always, IfNotPresent or Never.
 	ImagePullPolicy string `json:"imagePullPolicy"`
 	// SecurityContext holds container-level security settings.
@@ -320,450 +325,4 @@ func DecodeNode(data []byte) (Node, error) {
 // clone copies a caller's buffer once so decoded strings can alias it.
 func clone(b []byte) []byte { return append([]byte(nil), b...) }
 
-func decodePod(d *decoder, p *Pod) {
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "metadata":
-			decodeMeta(d, &p.ObjectMeta)
-		case "spec":
-			decodeSpec(d, &p.Spec)
-		case "status":
-			for n := 0; d.field(&n); {
-				if string(d.key) == "phase" {
-					d.setStr(&p.Status.Phase)
-				} else {
-					d.skip()
-				}
-			}
-		default:
-			d.skip()
-		}
-	}
-}
-
-func decodeMeta(d *decoder, m *ObjectMeta) {
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "name":
-			d.setStr(&m.Name)
-		case "generateName":
-			d.setStr(&m.GenerateName)
-		case "namespace":
-			d.setStr(&m.Namespace)
-		case "uid":
-			d.setStr(&m.UID)
-		case "labels":
-			if d.parts&Labels == 0 {
-				d.skip()
-				continue
-			}
-			d.setStringMap(&m.Labels, false)
-		case "annotations":
-			if d.parts&Labels == 0 {
-				d.skip()
-				continue
-			}
-			d.setStringMap(&m.Annotations, false)
-		case "ownerReferences":
-			if d.parts&Labels == 0 {
-				d.skip()
-				continue
-			}
-			decodeArray(d, &m.OwnerReferences, &d.ownerRefs, 4, decodeOwnerRef)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func decodeOwnerRef(d *decoder, o *OwnerReference) {
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "apiVersion":
-			d.setStr(&o.APIVersion)
-		case "kind":
-			d.setStr(&o.Kind)
-		case "name":
-			d.setStr(&o.Name)
-		case "uid":
-			d.setStr(&o.UID)
-		case "controller":
-			setPtr(d, &o.Controller, &d.bools, (*decoder).setBool)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func decodeSpec(d *decoder, s *PodSpec) {
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "volumes":
-			if d.parts&Volumes == 0 {
-				d.skip()
-				continue
-			}
-			decodeArray(d, &s.Volumes, &d.volumes, 8, decodeVolume)
-		case "initContainers":
-			decodeContainers(d, &s.InitContainers)
-		case "containers":
-			decodeContainers(d, &s.Containers)
-		case "ephemeralContainers":
-			decodeContainers(d, &s.EphemeralContainers)
-		case "restartPolicy":
-			d.setStr(&s.RestartPolicy)
-		case "nodeSelector":
-			if d.parts&Scheduling == 0 {
-				d.skip()
-				continue
-			}
-			d.setStringMap(&s.NodeSelector, false)
-		case "serviceAccountName":
-			d.setStr(&s.ServiceAccountName)
-		case "nodeName":
-			d.setStr(&s.NodeName)
-		case "hostNetwork":
-			d.setBool(&s.HostNetwork)
-		case "hostPID":
-			d.setBool(&s.HostPID)
-		case "hostIPC":
-			d.setBool(&s.HostIPC)
-		case "securityContext":
-			if d.null() {
-				s.SecurityContext = nil
-				continue
-			}
-			if s.SecurityContext == nil {
-				s.SecurityContext = arenaNew(&d.podSecs)
-			}
-			decodePodSecurity(d, s.SecurityContext)
-		case "tolerations":
-			if d.parts&Scheduling == 0 {
-				d.skip()
-				continue
-			}
-			decodeArray(d, &s.Tolerations, &d.tolerations, 8, decodeToleration)
-		case "priorityClassName":
-			d.setStr(&s.PriorityClassName)
-		case "priority":
-			setPtr(d, &s.Priority, &d.int32s, (*decoder).setInt32)
-		case "runtimeClassName":
-			setPtr(d, &s.RuntimeClassName, &d.strps, (*decoder).setStr)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func decodeVolume(d *decoder, v *Volume) {
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "name":
-			d.setStr(&v.Name)
-		case "hostPath":
-			if d.null() {
-				v.HostPath = nil
-				continue
-			}
-			if v.HostPath == nil {
-				v.HostPath = arenaNew(&d.hostPaths)
-			}
-			for n := 0; d.field(&n); {
-				switch string(d.key) {
-				case "path":
-					d.setStr(&v.HostPath.Path)
-				case "type":
-					setPtr(d, &v.HostPath.Type, &d.strps, (*decoder).setStr)
-				default:
-					d.skip()
-				}
-			}
-		default:
-			d.skip()
-		}
-	}
-}
-
-func decodeToleration(d *decoder, t *Toleration) {
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "key":
-			d.setStr(&t.Key)
-		case "operator":
-			d.setStr(&t.Operator)
-		case "value":
-			d.setStr(&t.Value)
-		case "effect":
-			d.setStr(&t.Effect)
-		case "tolerationSeconds":
-			setPtr(d, &t.TolerationSeconds, &d.ints, (*decoder).setInt64)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func decodeContainers(d *decoder, p *[]Container) {
-	decodeArray(d, p, &d.containers, 4, decodeContainer)
-}
-
-func decodeContainer(d *decoder, c *Container) {
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "name":
-			d.setStr(&c.Name)
-		case "image":
-			d.setStr(&c.Image)
-		case "command":
-			if d.parts&Commands == 0 {
-				d.skip()
-				continue
-			}
-			d.setStrings(&c.Command)
-		case "args":
-			if d.parts&Commands == 0 {
-				d.skip()
-				continue
-			}
-			d.setStrings(&c.Args)
-		case "workingDir":
-			if d.parts&Commands == 0 {
-				d.skip()
-				continue
-			}
-			d.setStr(&c.WorkingDir)
-		case "ports":
-			if d.parts&Ports == 0 {
-				d.skip()
-				continue
-			}
-			decodeArray(d, &c.Ports, &d.ports, 8, decodePort)
-		case "env":
-			if d.parts&Env == 0 {
-				d.skip()
-				continue
-			}
-			decodeArray(d, &c.Env, &d.envs, 16, decodeEnv)
-		case "resources":
-			if d.parts&Resources == 0 {
-				d.skip()
-				continue
-			}
-			for n := 0; d.field(&n); {
-				switch string(d.key) {
-				case "limits":
-					d.setStringMap((*map[string]string)(&c.Resources.Limits), true)
-				case "requests":
-					d.setStringMap((*map[string]string)(&c.Resources.Requests), true)
-				default:
-					d.skip()
-				}
-			}
-		case "volumeMounts":
-			if d.parts&VolumeMounts == 0 {
-				d.skip()
-				continue
-			}
-			decodeArray(d, &c.VolumeMounts, &d.mounts, 16, decodeMount)
-		case "imagePullPolicy":
-			d.setStr(&c.ImagePullPolicy)
-		case "securityContext":
-			if d.null() {
-				c.SecurityContext = nil
-				continue
-			}
-			if c.SecurityContext == nil {
-				c.SecurityContext = arenaNew(&d.secctxs)
-			}
-			decodeSecurity(d, c.SecurityContext)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func decodeEnv(d *decoder, e *EnvVar) {
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "name":
-			d.setStr(&e.Name)
-		case "value":
-			d.setStr(&e.Value)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func decodePort(d *decoder, p *ContainerPort) {
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "name":
-			d.setStr(&p.Name)
-		case "hostPort":
-			d.setInt32(&p.HostPort)
-		case "containerPort":
-			d.setInt32(&p.ContainerPort)
-		case "protocol":
-			d.setStr(&p.Protocol)
-		case "hostIP":
-			d.setStr(&p.HostIP)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func decodeMount(d *decoder, m *VolumeMount) {
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "name":
-			d.setStr(&m.Name)
-		case "readOnly":
-			d.setBool(&m.ReadOnly)
-		case "mountPath":
-			d.setStr(&m.MountPath)
-		case "subPath":
-			d.setStr(&m.SubPath)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func decodeSecurity(d *decoder, s *SecurityContext) {
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "capabilities":
-			if d.null() {
-				s.Capabilities = nil
-				continue
-			}
-			if s.Capabilities == nil {
-				s.Capabilities = arenaNew(&d.caps)
-			}
-			for n := 0; d.field(&n); {
-				switch string(d.key) {
-				case "add":
-					d.setStrings(&s.Capabilities.Add)
-				case "drop":
-					d.setStrings(&s.Capabilities.Drop)
-				default:
-					d.skip()
-				}
-			}
-		case "privileged":
-			setPtr(d, &s.Privileged, &d.bools, (*decoder).setBool)
-		case "runAsUser":
-			setPtr(d, &s.RunAsUser, &d.ints, (*decoder).setInt64)
-		case "runAsGroup":
-			setPtr(d, &s.RunAsGroup, &d.ints, (*decoder).setInt64)
-		case "runAsNonRoot":
-			setPtr(d, &s.RunAsNonRoot, &d.bools, (*decoder).setBool)
-		case "readOnlyRootFilesystem":
-			setPtr(d, &s.ReadOnlyRootFilesystem, &d.bools, (*decoder).setBool)
-		case "allowPrivilegeEscalation":
-			setPtr(d, &s.AllowPrivilegeEscalation, &d.bools, (*decoder).setBool)
-		case "seccompProfile":
-			decodeSeccomp(d, &s.SeccompProfile)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func decodeSeccomp(d *decoder, p **SeccompProfile) {
-	if d.null() {
-		*p = nil
-		return
-	}
-	if *p == nil {
-		*p = arenaNew(&d.seccomps)
-	}
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "type":
-			d.setStr(&(*p).Type)
-		case "localhostProfile":
-			setPtr(d, &(*p).LocalhostProfile, &d.strps, (*decoder).setStr)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func decodePodSecurity(d *decoder, s *PodSecurityContext) {
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "runAsUser":
-			setPtr(d, &s.RunAsUser, &d.ints, (*decoder).setInt64)
-		case "runAsGroup":
-			setPtr(d, &s.RunAsGroup, &d.ints, (*decoder).setInt64)
-		case "runAsNonRoot":
-			setPtr(d, &s.RunAsNonRoot, &d.bools, (*decoder).setBool)
-		case "supplementalGroups":
-			d.setInt64s(&s.SupplementalGroups)
-		case "fsGroup":
-			setPtr(d, &s.FSGroup, &d.ints, (*decoder).setInt64)
-		case "sysctls":
-			v, isNull := s.Sysctls[:0], false
-			for n := 0; d.elem(&n, &isNull); {
-				decodeEnv(d, (*EnvVar)(grow(&v))) // the same shape: name, value
-			}
-			s.Sysctls = finishSlice(v, isNull, d.err)
-		case "seccompProfile":
-			decodeSeccomp(d, &s.SeccompProfile)
-		default:
-			d.skip()
-		}
-	}
-}
-
-func decodeNode(d *decoder, nd *Node) {
-	for n := 0; d.field(&n); {
-		switch string(d.key) {
-		case "metadata":
-			decodeMeta(d, &nd.ObjectMeta)
-		case "spec":
-			for n := 0; d.field(&n); {
-				switch string(d.key) {
-				case "unschedulable":
-					d.setBool(&nd.Spec.Unschedulable)
-				case "taints":
-					s, isNull := nd.Spec.Taints[:0], false
-					for n := 0; d.elem(&n, &isNull); {
-						t := grow(&s)
-						for n := 0; d.field(&n); {
-							switch string(d.key) {
-							case "key":
-								d.setStr(&t.Key)
-							case "value":
-								d.setStr(&t.Value)
-							case "effect":
-								d.setStr(&t.Effect)
-							default:
-								d.skip()
-							}
-						}
-					}
-					nd.Spec.Taints = finishSlice(s, isNull, d.err)
-				default:
-					d.skip()
-				}
-			}
-		case "status":
-			for n := 0; d.field(&n); {
-				switch string(d.key) {
-				case "capacity":
-					d.setStringMap((*map[string]string)(&nd.Status.Capacity), true)
-				case "allocatable":
-					d.setStringMap((*map[string]string)(&nd.Status.Allocatable), true)
-				default:
-					d.skip()
-				}
-			}
-		default:
-			d.skip()
-		}
-	}
-}
+//go:generate go run ./internal/gendecode
