@@ -10,7 +10,7 @@ BENCHTIME ?= 1s
 # SDK and its native test helper, the first-party plugins and the examples.
 # A plugin's module holds only abi, sdk and sdk/sdktest; the others build
 # against this tree's copies through replace directives (no go.work).
-# hack/kube-apiserver is a build tool for Kubernetes binaries, not listed.
+# hack/kube is a build tool for Kubernetes binaries, not listed.
 MODULES  := . abi sdk sdk/sdktest plugins examples/plugins
 # each CMD: run CMD in every module, stopping at the first failure.
 each = @set -e; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)); done

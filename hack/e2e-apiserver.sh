@@ -3,7 +3,7 @@
 # it after hack/e2e.sh; also runnable alone. For each runtime it
 #   1. starts a fresh control plane on loopback (hack/apiserver/cluster.sh:
 #      etcd + a real kube-apiserver v1.36.3, built once per machine and cached
-#      by version by hack/kube-apiserver/build.sh) and a node certificate;
+#      by version by hack/kube/build.sh) and a node certificate;
 #   2. starts the runtime: the embedded WASI runtime as a standalone
 #      `wasmlet runtime` (so the agent can restart without killing pods), or
 #      a private containerd (hack/containerd/up.sh) with the testbox and
@@ -31,7 +31,7 @@ e2e_cleanup_more() {
 }
 
 log "kube-apiserver (cached by version)"
-kas=$(hack/kube-apiserver/build.sh)
+kas=$(hack/kube/build.sh kube-apiserver)
 log "building bin/wasmlet, tools and the suite"
 e2e_tools
 go test -c -tags e2e_apiserver -o "$out/bin/e2eapi.test" ./cmd/wasmlet/e2eapi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A throwaway Kubernetes control plane on loopback for the apiserver e2e
 # suite: etcd (Debian's etcd-server) and a real kube-apiserver
-# (hack/kube-apiserver/build.sh, cached by version), with NodeRestriction and
+# (hack/kube/build.sh, cached by version), with NodeRestriction and
 # Node,RBAC authorization, an audit log, and client certificates for an admin
 # (O=system:masters) and for nodes (O=system:nodes, CN=system:node:<name>).
 # etcd is compacted every 15 s (not 5 min), so a client that re-watches
@@ -155,7 +155,7 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 case $cmd in
 up)
-	bin=${KUBE_APISERVER:-$("$here/../kube-apiserver/build.sh")}
+	bin=${KUBE_APISERVER:-$("$here/../kube/build.sh" kube-apiserver)}
 	echo "$bin" >"$dir/kube-apiserver.path"
 	pki "$dir"
 	start_etcd "$dir"
