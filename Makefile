@@ -15,7 +15,7 @@ MODULES  := . abi sdk sdk/sdktest plugins examples/plugins
 # each CMD: run CMD in every module, stopping at the first failure.
 each = @set -e; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)); done
 
-.PHONY: all build plugins deps run test unit e2e bench check fmt vet tidy clean
+.PHONY: all build plugins deps run test unit e2e conformance bench check fmt vet tidy clean
 
 all: build plugins
 
@@ -52,6 +52,12 @@ unit: build plugins
 
 e2e: deps build plugins
 	./hack/e2e.sh
+
+# The upstream [NodeConformance] specs against wasmlet, the kubelet or both
+# (NODE=wasmlet|kubelet|both, FOCUS=, SKIP=, PARALLEL=): hours, not part of
+# make test. See the README's "Conformance" section.
+conformance: deps build
+	./hack/conformance.sh
 
 bench: build plugins
 	$(call each,$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS))

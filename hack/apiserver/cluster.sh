@@ -10,11 +10,18 @@
 #   cluster.sh up DIR             PKI, etcd, kube-apiserver, the default ServiceAccount;
 #                                 writes DIR/admin.kubeconfig and DIR/env
 #   cluster.sh node DIR NAME      DIR/node-NAME.kubeconfig (a node client certificate)
+#   cluster.sh controllers DIR    kube-controller-manager and kube-scheduler (the
+#                                 namespaces' ServiceAccounts and kube-root-ca.crt, CSR
+#                                 signing, node lifecycle; scheduling) for a full cluster
 #   cluster.sh stop-apiserver DIR / start-apiserver DIR   (restart the apiserver only)
-#   cluster.sh down DIR           stops both (SIGTERM, then SIGKILL)
+#   cluster.sh down DIR           stops everything (SIGTERM, then SIGKILL)
+#
+# The API server reaches nodes' :10250 (logs, exec, port-forward) with the admin
+# client certificate, by their InternalIP.
 #
 # Environment: ETCD_PORT (23790), ETCD_PEER_PORT (23800), APISERVER_PORT (26443),
-# KUBE_APISERVER (a binary; default: build or reuse the cached one).
+# KCM_PORT (26257), SCHEDULER_PORT (26259), KUBE_APISERVER (a binary; default:
+# build or reuse the cached one; the same for the controllers through hack/kube).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 log() { printf 'apiserver: %s %s\n' "$(date +%T)" "$*" >&2; }
@@ -22,6 +29,8 @@ log() { printf 'apiserver: %s %s\n' "$(date +%T)" "$*" >&2; }
 etcd_port=${ETCD_PORT:-23790}
 etcd_peer=${ETCD_PEER_PORT:-23800}
 api_port=${APISERVER_PORT:-26443}
+kcm_port=${KCM_PORT:-26257}
+sched_port=${SCHEDULER_PORT:-26259}
 
 # cert DIR NAME SUBJECT [EXT]: a key and a certificate signed by DIR/ca.
 cert() {
@@ -120,6 +129,8 @@ AP
 		--advertise-address 127.0.0.1 --endpoint-reconciler-type none \
 		--tls-cert-file "$d/pki/serving.crt" --tls-private-key-file "$d/pki/serving.key" \
 		--client-ca-file "$d/pki/ca.crt" \
+		--kubelet-client-certificate "$d/pki/admin.crt" --kubelet-client-key "$d/pki/admin.key" \
+		--kubelet-preferred-address-types InternalIP,Hostname \
 		--service-account-issuer https://kubernetes.default.svc --service-account-key-file "$d/pki/sa.pub" \
 		--service-account-signing-key-file "$d/pki/sa.key" --service-cluster-ip-range 10.96.0.0/24 \
 		--authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --profiling=false \
@@ -133,6 +144,28 @@ AP
 		tail -n 30 "$d/kube-apiserver.log" >&2
 		return 1
 	fi
+}
+
+# start_controllers DIR: kube-controller-manager and kube-scheduler with the
+# admin kubeconfig, on loopback, no leader election.
+start_controllers() {
+	local d=$1 kcm sched
+	kcm=$("$here/../kube/build.sh" kube-controller-manager)
+	sched=$("$here/../kube/build.sh" kube-scheduler)
+	"$kcm" --kubeconfig "$d/admin.kubeconfig" --authentication-kubeconfig "$d/admin.kubeconfig" \
+		--authorization-kubeconfig "$d/admin.kubeconfig" --bind-address 127.0.0.1 --secure-port "$kcm_port" \
+		--leader-elect=false --use-service-account-credentials=false \
+		--service-account-private-key-file "$d/pki/sa.key" --root-ca-file "$d/pki/ca.crt" \
+		--cluster-signing-cert-file "$d/pki/ca.crt" --cluster-signing-key-file "$d/pki/ca.key" \
+		--controllers '*' --service-cluster-ip-range 10.96.0.0/24 \
+		>>"$d/kube-controller-manager.log" 2>&1 &
+	echo $! >"$d/kube-controller-manager.pid"
+	"$sched" --kubeconfig "$d/admin.kubeconfig" --authentication-kubeconfig "$d/admin.kubeconfig" \
+		--authorization-kubeconfig "$d/admin.kubeconfig" --bind-address 127.0.0.1 --secure-port "$sched_port" \
+		--leader-elect=false >>"$d/kube-scheduler.log" 2>&1 &
+	echo $! >"$d/kube-scheduler.pid"
+	wait_http "https://127.0.0.1:$kcm_port/healthz" 300 -k || { log "kube-controller-manager not healthy:"; tail -n 20 "$d/kube-controller-manager.log" >&2; return 1; }
+	wait_http "https://127.0.0.1:$sched_port/healthz" 300 -k || { log "kube-scheduler not healthy:"; tail -n 20 "$d/kube-scheduler.log" >&2; return 1; }
 }
 
 stop_pid() { # PIDFILE
@@ -149,7 +182,7 @@ stop_pid() { # PIDFILE
 	rm -f "$f"
 }
 
-cmd=${1:?usage: cluster.sh up|node|stop-apiserver|start-apiserver|down DIR [NAME]}
+cmd=${1:?usage: cluster.sh up|node|controllers|stop-apiserver|start-apiserver|down DIR [NAME]}
 dir=${2:?usage: cluster.sh $cmd DIR}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
@@ -181,9 +214,12 @@ node)
 	kubeconfig "$dir" "$dir/node-$name.kubeconfig" "system:node:$name" "node-$name"
 	echo "$dir/node-$name.kubeconfig"
 	;;
+controllers) start_controllers "$dir" ;;
 stop-apiserver) stop_pid "$dir/kube-apiserver.pid" ;;
 start-apiserver) start_apiserver "$dir" ;;
 down)
+	stop_pid "$dir/kube-scheduler.pid"
+	stop_pid "$dir/kube-controller-manager.pid"
 	stop_pid "$dir/kube-apiserver.pid"
 	stop_pid "$dir/etcd.pid"
 	;;

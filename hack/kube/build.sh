@@ -7,8 +7,8 @@
 #   hack/kube/build.sh NAME...   prints each binary's path on stdout, one a line
 #
 # NAME is kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
-# kubelet, e2e.test (the upstream e2e suite, `go test -c`) or agnhost (the
-# suite's test image program, static). One build at a time: the first cold
+# kubelet, e2e.test (the upstream e2e suite, `go test -c`), agnhost or nnp
+# (the programs of the suite's agnhost and nonewprivs images, static). One build at a time: the first cold
 # build takes ~9 min on 2 cores (e2e.test ~12 min); later ones reuse the Go
 # build cache (kube-scheduler seconds, kube-controller-manager ~1 min).
 set -euo pipefail
@@ -42,9 +42,11 @@ for name in "$@"; do
 		GOWORK=off GOFLAGS=-mod=readonly nice -n 10 go test -c -trimpath -ldflags "$ldflags" \
 			-o "$bin.tmp" k8s.io/kubernetes/test/e2e
 		;;
-	agnhost)
+	agnhost | nnp)
+		pkg=k8s.io/kubernetes/test/images/agnhost
+		[ "$name" = nnp ] && pkg=k8s.io/kubernetes/test/images/nonewprivs
 		CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=readonly nice -n 10 go build -trimpath -ldflags "-s -w" \
-			-o "$bin.tmp" k8s.io/kubernetes/test/images/agnhost
+			-o "$bin.tmp" "$pkg"
 		;;
 	*)
 		echo "build.sh: unknown program $name" >&2

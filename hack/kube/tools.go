@@ -4,7 +4,7 @@
 // (hack/kube/build.sh) so `go mod tidy` keeps their requirements: the control
 // plane for the apiserver end-to-end suite and the conformance cluster, the
 // real kubelet as the conformance reference node, kubectl, the upstream e2e
-// suite and its agnhost image. The module is outside the project's ./...
+// suite and the programs of its images (agnhost, nonewprivs' nnp). The module is outside the project's ./...
 // because it has its own go.mod.
 package tools
 
@@ -16,4 +16,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubelet"
 	_ "k8s.io/kubernetes/test/e2e"
 	_ "k8s.io/kubernetes/test/images/agnhost"
+	_ "k8s.io/kubernetes/test/images/nonewprivs"
 )

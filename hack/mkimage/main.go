@@ -37,18 +37,19 @@ func main() {
 	ref := flag.String("ref", "", "fully qualified image reference, e.g. wasmlet.local/busybox:1.0")
 	entrypoint := flag.String("entrypoint", "", "image entrypoint (space separated)")
 	cmd := flag.String("cmd", "", "image command (space separated)")
+	user := flag.String("user", "", "the image's user (uid[:gid] or a name in its /etc/passwd)")
 	flag.Parse()
 	if *out == "" || *ref == "" || flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: mkimage -o OUT.tar -ref REF [-entrypoint CMD] [-cmd ARGS] ROOTFS")
+		fmt.Fprintln(os.Stderr, "usage: mkimage -o OUT.tar -ref REF [-entrypoint CMD] [-cmd ARGS] [-user USER] ROOTFS")
 		os.Exit(2)
 	}
-	if err := write(*out, *ref, flag.Arg(0), strings.Fields(*entrypoint), strings.Fields(*cmd)); err != nil {
+	if err := write(*out, *ref, flag.Arg(0), strings.Fields(*entrypoint), strings.Fields(*cmd), *user); err != nil {
 		fmt.Fprintf(os.Stderr, "mkimage: %s: %v\n", *ref, err)
 		os.Exit(1)
 	}
 }
 
-func write(out, ref, root string, entrypoint, cmd []string) error {
+func write(out, ref, root string, entrypoint, cmd []string, user string) error {
 	tag, err := name.NewTag(ref, name.StrictValidation)
 	if err != nil {
 		return err
@@ -77,6 +78,7 @@ func write(out, ref, root string, entrypoint, cmd []string) error {
 	cf.Created = v1.Time{Time: epoch}
 	cf.Config.Entrypoint = entrypoint
 	cf.Config.Cmd = cmd
+	cf.Config.User = user
 	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err

@@ -32,7 +32,7 @@ func TestWrite(t *testing.T) {
 	root := tree(t)
 	out := filepath.Join(t.TempDir(), "img.tar")
 	const ref = "wasmlet.local/box:1.0"
-	if err := write(out, ref, root, []string{"/bin/sh"}, []string{"-c", "true"}); err != nil {
+	if err := write(out, ref, root, []string{"/bin/sh"}, []string{"-c", "true"}, "1234"); err != nil {
 		t.Fatal(err)
 	}
 	tag, _ := name.NewTag(ref)
@@ -44,8 +44,8 @@ func TestWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cf.OS != "linux" || !slices.Equal(cf.Config.Entrypoint, []string{"/bin/sh"}) || !slices.Equal(cf.Config.Cmd, []string{"-c", "true"}) {
-		t.Errorf("config: os %q entrypoint %q cmd %q", cf.OS, cf.Config.Entrypoint, cf.Config.Cmd)
+	if cf.OS != "linux" || !slices.Equal(cf.Config.Entrypoint, []string{"/bin/sh"}) || !slices.Equal(cf.Config.Cmd, []string{"-c", "true"}) || cf.Config.User != "1234" {
+		t.Errorf("config: os %q entrypoint %q cmd %q user %q", cf.OS, cf.Config.Entrypoint, cf.Config.Cmd, cf.Config.User)
 	}
 	layers, err := img.Layers()
 	if err != nil || len(layers) != 1 {
@@ -95,7 +95,7 @@ func TestWrite_Reproducible(t *testing.T) {
 	var digests []string
 	for _, f := range []string{"a.tar", "b.tar"} {
 		out := filepath.Join(dir, f)
-		if err := write(out, "wasmlet.local/box:1.0", root, []string{"/bin/sh"}, nil); err != nil {
+		if err := write(out, "wasmlet.local/box:1.0", root, []string{"/bin/sh"}, nil, ""); err != nil {
 			t.Fatal(err)
 		}
 		img, err := tarball.ImageFromPath(out, nil)

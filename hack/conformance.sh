@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# make conformance: the upstream Kubernetes [NodeConformance] e2e specs
+# (k8s.io/kubernetes v1.36.3 test/e2e) against a single-node cluster whose
+# node is wasmlet, the real kubelet, or each in turn.
+#
+#   NODE=wasmlet|kubelet|both  the node under test (default wasmlet)
+#   FOCUS=RE                   ginkgo focus (default \[NodeConformance\])
+#   SKIP=RE                    added to the skip list (hack/conformance/skip.txt)
+#   PARALLEL=N                 specs at once, one e2e.test process each (default 3)
+#   SPEC_TIMEOUT=D             limit per spec process (default 15m)
+#
+# Everything is built from the Go module proxy and cached by version
+# (hack/kube/build.sh), the images are built offline (no registry is
+# needed), and each node gets a fresh cluster: etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler (hack/apiserver/cluster.sh) and a
+# private containerd with a CNI bridge (hack/containerd/up.sh). Results go to
+# build/conformance/<node>/{summary.json,junit.xml,table.txt,specs/}; with
+# NODE=both, build/conformance/compare.txt puts the two side by side.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+out=$repo/build/e2e
+results=$repo/build/conformance
+log() { printf 'conformance: %s %s\n' "$(date +%T)" "$*" >&2; }
+NODE=${NODE:-wasmlet}
+FOCUS=${FOCUS:-'\[NodeConformance\]'}
+PARALLEL=${PARALLEL:-3}
+SPEC_TIMEOUT=${SPEC_TIMEOUT:-15m}
+case $NODE in wasmlet | kubelet) nodes=$NODE ;; both) nodes="wasmlet kubelet" ;; *)
+	log "NODE must be wasmlet, kubelet or both"; exit 2 ;;
+esac
+E2E_BASE_PREFIX=wlc
+# shellcheck source=lib/e2e.sh
+. hack/lib/e2e.sh
+
+e2e_cleanup_more() {
+	local d
+	for d in "$base"/*/; do
+		[ -f "$d/node.pid" ] && { kill -TERM "$(cat "$d/node.pid")" 2>/dev/null; sleep 2; kill -KILL "$(cat "$d/node.pid")" 2>/dev/null; }
+		[ -f "$d/ctrd/env" ] && hack/containerd/down.sh "$d/ctrd" "$out/bin/cri"
+		[ -d "$d/cp" ] && hack/apiserver/cluster.sh down "$d/cp"
+	done
+	true
+}
+
+# The skip list: every line is `REGEX  # the environment reason`; the
+# default excludes are ginkgo labels this single, disposable node cannot
+# honour ([Serial] and [Disruptive] need the whole node, [Flaky] is upstream's).
+skip='\[Serial\]|\[Disruptive\]|\[Flaky\]'
+while IFS= read -r line; do
+	re=${line%%#*}; re=$(echo "$re" | sed 's/[[:space:]]*$//')
+	[ -n "$re" ] && skip="$skip|$re"
+done <hack/conformance/skip.txt
+[ -n "${SKIP:-}" ] && skip="$skip|$SKIP"
+
+t0=$(date +%s)
+step() { log "$1 ($(( $(date +%s) - t0 )) s since start)"; }
+e2e_tools
+go build -o "$out/bin/conformance" ./hack/conformance
+kube=(kube-apiserver kube-controller-manager kube-scheduler kubectl e2e.test agnhost nnp)
+[[ " $nodes " == *" kubelet "* ]] && kube+=(kubelet)
+for b in "${kube[@]}"; do
+	s=$(date +%s)
+	p=$(hack/kube/build.sh "$b")
+	declare "bin_${b//[.-]/_}=$p"
+	log "$b: $p ($(( $(date +%s) - s )) s)"
+done
+step "binaries ready"
+
+# conformance_images: the images the selected specs run, under the names of
+# test/utils/image/manifest.go, built offline into $out/images.
+conformance_images() {
+	local r=$out/rootfs/conf deb a lib
+	rm -rf "$r" && mkdir -p "$r"
+	deb=$(ls "$out"/cache/busybox-static_*.deb 2>/dev/null | head -n1 || true)
+	if [ -z "$deb" ]; then
+		(cd "$out/cache" && apt-get download busybox-static 2>/dev/null)
+		deb=$(ls "$out"/cache/busybox-static_*.deb | head -n1)
+	fi
+	# busybox: Debian's busybox-static with its applet links.
+	dpkg-deb -x "$deb" "$r/deb"
+	mkdir -p "$r/busybox/bin" "$r/busybox/etc" "$r/busybox/tmp"
+	cp "$r/deb/bin/busybox" "$r/busybox/bin/busybox"
+	for a in $("$r/busybox/bin/busybox" --list); do
+		[ "$a" = busybox ] || ln -s busybox "$r/busybox/bin/$a"
+	done
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$r/busybox/etc/passwd"
+	printf 'root:x:0:\nnobody:x:65534:\n' >"$r/busybox/etc/group"
+	chmod 1777 "$r/busybox/tmp"
+	e2e_image conf-busybox registry.k8s.io/e2e-test-images/busybox:1.37.0-1 "$r/busybox" /bin/sh
+	# nonroot: busybox run as uid 1234.
+	cp -a "$r/busybox" "$r/nonroot"
+	"$out/bin/mkimage" -o "$out/images/conf-nonroot.tar" -ref registry.k8s.io/e2e-test-images/nonroot:1.5 \
+		-cmd /bin/sh -user 1234 "$r/nonroot"
+	# nonewprivs: busybox with the setuid nnp.
+	cp -a "$r/busybox" "$r/nonewprivs"
+	mkdir -p "$r/nonewprivs/usr/local/bin"
+	cp "$bin_nnp" "$r/nonewprivs/usr/local/bin/nnp" && chmod 4755 "$r/nonewprivs/usr/local/bin/nnp"
+	"$out/bin/mkimage" -o "$out/images/conf-nonewprivs.tar" -ref registry.k8s.io/e2e-test-images/nonewprivs:1.4 \
+		-cmd nnp "$r/nonewprivs"
+	# agnhost: the static agnhost on busybox, the users and groups of its
+	# Dockerfile, porter's certificate beside it, /uploads, and a real curl
+	# (the host's, with the libraries it links) that the networking specs exec.
+	cp -a "$r/busybox" "$r/agnhost"
+	cp "$bin_agnhost" "$r/agnhost/agnhost" && ln -s agnhost "$r/agnhost/agnhost-2"
+	mkdir -p "$r/agnhost/uploads"
+	src=$(go env GOMODCACHE)/k8s.io/kubernetes@v1.36.3/test/images/agnhost/porter
+	cp "$src/localhost.crt" "$src/localhost.key" "$r/agnhost/"
+	printf 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n' >>"$r/agnhost/etc/passwd"
+	printf 'user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n' >>"$r/agnhost/etc/group"
+	mkdir -p "$r/agnhost/usr/bin"
+	cp "$(command -v curl)" "$r/agnhost/usr/bin/curl"
+	for lib in $(ldd "$(command -v curl)" | grep -o '/[^ ]*'); do
+		mkdir -p "$r/agnhost$(dirname "$lib")" && cp -L "$lib" "$r/agnhost$lib"
+	done
+	chmod -R u+w "$r/agnhost"
+	"$out/bin/mkimage" -o "$out/images/conf-agnhost.tar" -ref registry.k8s.io/e2e-test-images/agnhost:2.63.0 \
+		-entrypoint /agnhost -cmd pause "$r/agnhost"
+	# pause: the project's own, under the sandbox image name.
+	mkdir -p "$r/pause"
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$r/pause/pause" ./hack/pause
+	"$out/bin/mkimage" -o "$out/images/conf-pause.tar" -ref registry.k8s.io/pause:3.10.2 -entrypoint /pause "$r/pause"
+}
+conformance_images
+step "images built"
+
+nodeip=$(ip -4 -o addr show scope global | awk '{print $4}' | cut -d/ -f1 | head -n1)
+[ -n "$nodeip" ] || { log "no global IPv4 address for the node"; exit 1; }
+nodename=conformance-node
+
+# run_node NODE: a fresh cluster and containerd, NODE joined to it, the
+# specs, and everything stopped again.
+run_node() {
+	local node=$1 d=$base/$1 ep admin kc i
+	mkdir -p "$d"
+	hack/apiserver/cluster.sh up "$d/cp"
+	hack/apiserver/cluster.sh controllers "$d/cp"
+	admin=$d/cp/admin.kubeconfig
+	kc=$(hack/apiserver/cluster.sh node "$d/cp" "$nodename")
+	ep=$(hack/containerd/up.sh "$d/ctrd" registry.k8s.io/pause:3.10.2)
+	for i in busybox nonroot nonewprivs agnhost pause; do
+		ctr --address "$d/ctrd/c.sock" -n k8s.io images import "$out/images/conf-$i.tar" >/dev/null
+	done
+	ctr --address "$d/ctrd/c.sock" -n k8s.io images tag registry.k8s.io/e2e-test-images/agnhost:2.63.0 \
+		registry.k8s.io/e2e-test-images/agnhost:2.55 >/dev/null
+	"$out/bin/cri" -e "$ep" -timeout 30s wait
+	step "$node: cluster and containerd up"
+	case $node in
+	wasmlet)
+		"$repo/bin/wasmlet" run --node-name "$nodename" --kubeconfig "$kc" --container-runtime-endpoint "$ep" \
+			--root-dir "$d/root" --pod-logs-dir "$d/logs" --read-only-port 10255 >"$d/node.log" 2>&1 &
+		;;
+	kubelet)
+		cat >"$d/kubelet.yaml" <<KC
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: $ep
+failCgroupV1: false
+cgroupDriver: cgroupfs
+oomScoreAdj: 0
+failSwapOn: false
+makeIPTablesUtilChains: false
+evictionHard: {memory.available: "1Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+authentication: {anonymous: {enabled: false}, webhook: {enabled: true}, x509: {clientCAFile: $d/cp/pki/ca.crt}}
+authorization: {mode: Webhook}
+address: $nodeip
+port: 10250
+readOnlyPort: 0
+clusterDomain: cluster.local
+podLogsDir: $d/logs
+KC
+		"$bin_kubelet" --config "$d/kubelet.yaml" --kubeconfig "$kc" --hostname-override "$nodename" \
+			--node-ip "$nodeip" --root-dir "$d/root" --cert-dir "$d/root/pki" >"$d/node.log" 2>&1 &
+		;;
+	esac
+	echo $! >"$d/node.pid"
+	if ! "$bin_kubectl" --kubeconfig "$admin" wait --for=condition=Ready "node/$nodename" --timeout=180s >/dev/null 2>&1; then
+		# The node object may not exist yet when the wait starts: once more.
+		sleep 5
+		"$bin_kubectl" --kubeconfig "$admin" wait --for=condition=Ready "node/$nodename" --timeout=120s >/dev/null ||
+			{ log "$node: node not Ready; its log:"; tail -n 30 "$d/node.log" >&2; return 1; }
+	fi
+	step "$node: node Ready, running the specs"
+	rm -rf "${results:?}/$node"
+	"$out/bin/conformance" run -e2e "$bin_e2e_test" -out "$results/$node" -node "$node" -focus "$FOCUS" -skip "$skip" \
+		-parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
+		--kubeconfig "$admin" --provider skeleton --kubectl-path "$bin_kubectl" --minStartupPods=-1 \
+		--allowed-not-ready-nodes 0 || status=1
+	cp "$d/node.log" "$results/$node/node.log" 2>/dev/null || true
+	step "$node: specs done"
+	kill -TERM "$(cat "$d/node.pid")" 2>/dev/null || true
+	wait "$(cat "$d/node.pid")" 2>/dev/null || true
+	rm -f "$d/node.pid"
+	hack/containerd/down.sh "$d/ctrd" "$out/bin/cri"
+	hack/apiserver/cluster.sh down "$d/cp"
+}
+
+for n in $nodes; do
+	run_node "$n"
+	cat "$results/$n/table.txt"
+done
+if [ "$NODE" = both ]; then
+	"$out/bin/conformance" compare "$results/wasmlet/summary.json" "$results/kubelet/summary.json" | tee "$results/compare.txt"
+fi
+step "done"

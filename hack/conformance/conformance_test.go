@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// report is a ginkgo v2 JSON report as e2e.test writes it (trimmed): a
+// BeforeSuite node, two It specs, one of them failed.
+const report = `[{"SuitePath":"/x","SpecReports":[
+ {"ContainerHierarchyTexts":null,"LeafNodeType":"SynchronizedBeforeSuite","LeafNodeText":"","State":"passed"},
+ {"ContainerHierarchyTexts":["[sig-node] Pods"],"LeafNodeType":"It","LeafNodeText":"should get a host IP [NodeConformance] [Conformance]",
+  "LeafNodeLocation":{"FileName":"/root/go/pkg/mod/k8s.io/kubernetes@v1.36.3/test/e2e/common/node/pods.go","LineNumber":204},
+  "State":"passed","RunTime":12500000000,"Failure":{"Message":""}},
+ {"ContainerHierarchyTexts":["[sig-storage] ConfigMap","with (x)"],"LeafNodeType":"It","LeafNodeText":"should be consumable [NodeConformance]",
+  "LeafNodeLocation":{"FileName":"/m/k8s.io/kubernetes@v1.36.3/test/e2e/common/storage/configmap_volume.go","LineNumber":47},
+  "State":"failed","RunTime":3000000000,"Failure":{"Message":"\n  pod never started: volume kube-api-access-x refused\n"}}
+]}]`
+
+func writeReport(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "report.json")
+	if err := os.WriteFile(p, []byte(report), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestReadSpecs(t *testing.T) {
+	specs, err := readSpecs(writeReport(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 2 {
+		t.Fatalf("read %d specs, want the 2 It nodes", len(specs))
+	}
+	if got, want := specs[1].fullText(), "[sig-storage] ConfigMap with (x) should be consumable [NodeConformance]"; got != want {
+		t.Errorf("fullText = %q, want %q", got, want)
+	}
+	if specs[0].RunTime.Seconds() != 12.5 || specs[1].State != "failed" {
+		t.Errorf("spec 0 run time %v, spec 1 state %q", specs[0].RunTime, specs[1].State)
+	}
+	// The focus of a spec matches its own full text and no other, though
+	// the text holds regexp metacharacters.
+	re := regexp.MustCompile(focusOf(specs[1]))
+	if !re.MatchString(specs[1].fullText()) || re.MatchString(specs[0].fullText()) || re.MatchString(specs[1].fullText()+" more") {
+		t.Errorf("focus %q matches the wrong specs", focusOf(specs[1]))
+	}
+}
+
+func TestWriteResults(t *testing.T) {
+	s := &Summary{Node: "wasmlet", Specs: []Spec{
+		{Name: "a", File: "common/node/pods.go", State: "passed", Seconds: 1},
+		{Name: "b", File: "common/node/pods.go", State: "timedout", Seconds: 900, Failure: "limit"},
+		{Name: "c", File: "common/storage/empty_dir.go", State: "failed", Failure: "boom\nmore"},
+		{Name: "d", File: "common/storage/empty_dir.go", State: "skipped"},
+	}}
+	dir := t.TempDir()
+	if err := writeResults(dir, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readSummary(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Passed != 1 || got.Failed != 2 || got.Skipped != 1 || len(got.Specs) != 4 || got.Specs[1].State != "timedout" {
+		t.Errorf("summary = %+v", got)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j junitSuites
+	if err := xml.Unmarshal(b, &j); err != nil {
+		t.Fatalf("junit.xml: %v", err)
+	}
+	if len(j.Suites) != 1 || j.Suites[0].Tests != 4 || j.Suites[0].Failures != 2 || j.Suites[0].Skipped != 1 ||
+		j.Suites[0].Cases[2].Failure == nil || j.Suites[0].Cases[2].Failure.Message != "boom\nmore" || j.Suites[0].Cases[3].Skipped == nil {
+		t.Errorf("junit = %+v", j)
+	}
+	table, err := os.ReadFile(filepath.Join(dir, "table.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"wasmlet: 1 passed, 2 failed, 1 skipped of 4", "common/node/pods.go", "- [failed] c (common/storage/empty_dir.go)\n    boom\n"} {
+		if !strings.Contains(string(table), want) {
+			t.Errorf("table.txt lacks %q:\n%s", want, table)
+		}
+	}
+}
+
+func TestCompare(t *testing.T) {
+	w := &Summary{Node: "wasmlet", Specs: []Spec{
+		{Name: "both", State: "passed"}, {Name: "todo", State: "failed"}, {Name: "ours", State: "passed"},
+		{Name: "none", State: "timedout"}, {Name: "w-only", State: "passed"},
+	}}
+	k := &Summary{Node: "kubelet", Specs: []Spec{
+		{Name: "both", State: "passed"}, {Name: "todo", State: "passed"}, {Name: "ours", State: "failed"},
+		{Name: "none", State: "failed"}, {Name: "k-only", State: "passed"},
+	}}
+	c := compare(w, k)
+	names := func(ss []Spec) string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	if names(c.both) != "both" || names(c.kubeletOnly) != "todo" || names(c.wasmletOnly) != "ours" || names(c.neither) != "none" || len(c.onlyInOne) != 2 {
+		t.Errorf("compare = both %q kubelet-only %q wasmlet-only %q neither %q in one %v",
+			names(c.both), names(c.kubeletOnly), names(c.wasmletOnly), names(c.neither), c.onlyInOne)
+	}
+	var out bytes.Buffer
+	writeComparison(&out, w, k)
+	if !strings.Contains(out.String(), "passed by the kubelet only (wasmlet's to-do list): 1\n- todo") {
+		t.Errorf("comparison:\n%s", out.String())
+	}
+}

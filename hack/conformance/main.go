@@ -1,0 +1,93 @@
+// Command conformance runs the upstream Kubernetes [NodeConformance] e2e
+// specs against a node, one spec per e2e.test process, a few at a time, and
+// writes the results; hack/conformance.sh starts the cluster and the node
+// around it (see the README's "Conformance" section).
+//
+//	conformance run -e2e E2E.TEST -out DIR -node NAME [-focus RE] [-skip RE] [-parallel N] [-timeout D] -- E2E-ARGS...
+//	conformance compare WASMLET/summary.json KUBELET/summary.json
+//
+// run writes DIR/summary.json, DIR/junit.xml, DIR/table.txt and, per spec,
+// DIR/specs/NNN/{log,report.json}; it prints one progress line per spec.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	switch os.Args[1] {
+	case "run":
+		if err := runCmd(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "conformance:", err)
+			os.Exit(1)
+		}
+	case "compare":
+		if len(os.Args) != 4 {
+			usage()
+		}
+		w, err := readSummary(os.Args[2])
+		if err == nil {
+			var k *Summary
+			if k, err = readSummary(os.Args[3]); err == nil {
+				writeComparison(os.Stdout, w, k)
+				return
+			}
+		}
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(1)
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: conformance run -e2e E2E.TEST -out DIR -node NAME [-focus RE] [-skip RE] [-parallel N] [-timeout D] -- E2E-ARGS...")
+	fmt.Fprintln(os.Stderr, "       conformance compare WASMLET/summary.json KUBELET/summary.json")
+	os.Exit(2)
+}
+
+func runCmd(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	cfg := runConfig{Progress: os.Stdout}
+	fs.StringVar(&cfg.E2E, "e2e", "", "the e2e.test binary")
+	fs.StringVar(&cfg.Out, "out", "", "the result directory")
+	fs.StringVar(&cfg.Node, "node", "wasmlet", "the node under test, for the results")
+	fs.StringVar(&cfg.Focus, "focus", `\[NodeConformance\]`, "ginkgo focus")
+	fs.StringVar(&cfg.Skip, "skip", `\[Serial\]|\[Disruptive\]|\[Flaky\]`, "ginkgo skip")
+	fs.IntVar(&cfg.Parallel, "parallel", 3, "specs at once")
+	fs.DurationVar(&cfg.Timeout, "timeout", 15*time.Minute, "limit per spec")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.Args = fs.Args()
+	if cfg.E2E == "" || cfg.Out == "" || cfg.Parallel < 1 {
+		usage()
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return err
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	specs, err := list(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("conformance %s: %d specs selected (focus %q, skip %q), %d at a time\n", cfg.Node, len(specs), cfg.Focus, cfg.Skip, cfg.Parallel)
+	start := time.Now()
+	s := &Summary{Node: cfg.Node, Specs: runAll(ctx, cfg, specs)}
+	if err := writeResults(cfg.Out, s); err != nil {
+		return err
+	}
+	fmt.Printf("conformance %s: %d passed, %d failed, %d skipped of %d in %s; results in %s\n",
+		s.Node, s.Passed, s.Failed, s.Skipped, len(s.Specs), time.Since(start).Round(time.Second), cfg.Out)
+	return ctx.Err()
+}

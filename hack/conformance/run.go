@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// runConfig is what a run needs.
+type runConfig struct {
+	// E2E is the e2e.test binary; Args are passed to every invocation
+	// (kubeconfig, provider, kubectl path …).
+	E2E  string
+	Args []string
+	// Focus and Skip select the specs (ginkgo regular expressions).
+	Focus, Skip string
+	// Out is the node's result directory (build/conformance/<node>).
+	Out string
+	// Node names the node under test in the results.
+	Node string
+	// Parallel is how many specs run at once, each in its own process.
+	Parallel int
+	// Timeout bounds one spec's process: SIGINT (ginkgo then writes its
+	// report), SIGKILL a minute later.
+	Timeout time.Duration
+	// Progress receives one line per finished spec.
+	Progress io.Writer
+}
+
+// list asks e2e.test for the selected specs (a dry run), in its order.
+func list(ctx context.Context, cfg runConfig) ([]ginkgoSpec, error) {
+	report := filepath.Join(cfg.Out, "list.json")
+	args := append(append([]string{}, cfg.Args...), "--ginkgo.dry-run", "--ginkgo.no-color",
+		"--ginkgo.focus", cfg.Focus, "--ginkgo.skip", cfg.Skip, "--ginkgo.json-report", report)
+	cmd := exec.CommandContext(ctx, cfg.E2E, args...)
+	logf, err := os.Create(filepath.Join(cfg.Out, "list.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("e2e.test dry run: %w (see %s)", err, logf.Name())
+	}
+	all, err := readSpecs(report)
+	if err != nil {
+		return nil, err
+	}
+	var selected []ginkgoSpec
+	for _, s := range all {
+		if s.State != "skipped" && s.State != "pending" {
+			selected = append(selected, s)
+		}
+	}
+	return selected, nil
+}
+
+// focusOf is a focus matching exactly one spec's full text.
+func focusOf(s ginkgoSpec) string { return "^" + regexp.QuoteMeta(s.fullText()) + "$" }
+
+// runAll runs each spec in its own e2e.test process, cfg.Parallel at a
+// time, and returns their results in the listing's order.
+func runAll(ctx context.Context, cfg runConfig, specs []ginkgoSpec) []Spec {
+	results := make([]Spec, len(specs))
+	var (
+		mu                     sync.Mutex
+		done, npassed, nfailed int
+		wg                     sync.WaitGroup
+	)
+	start := time.Now()
+	next := make(chan int)
+	for w := 0; w < cfg.Parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				r := runOne(ctx, cfg, i, specs[i])
+				mu.Lock()
+				results[i] = r
+				done++
+				switch {
+				case passed(r.State):
+					npassed++
+				case r.State != "skipped":
+					nfailed++
+				}
+				fmt.Fprintf(cfg.Progress, "conformance %s: [%d/%d] %-7s %5.0fs %s  (passed %d, not passed %d, %s elapsed)\n",
+					cfg.Node, done, len(specs), strings.ToUpper(r.State), r.Seconds, r.Name, npassed, nfailed,
+					time.Since(start).Round(time.Second))
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range specs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	close(next)
+	wg.Wait()
+	for i, r := range results {
+		if r.Name == "" { // never started: the run was interrupted
+			results[i] = Spec{Name: specs[i].fullText(), File: shortFile(specs[i].LeafNodeLocation.FileName), State: "interrupted", Failure: "the harness was interrupted before this spec ran"}
+		}
+	}
+	return results
+}
+
+// runOne runs one spec and reads its result from the report it writes.
+func runOne(ctx context.Context, cfg runConfig, i int, s ginkgoSpec) Spec {
+	res := Spec{Name: s.fullText(), File: shortFile(s.LeafNodeLocation.FileName)}
+	dir := filepath.Join(cfg.Out, "specs", fmt.Sprintf("%03d", i+1))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		res.State, res.Failure = "failed", "harness: "+err.Error()
+		return res
+	}
+	report := filepath.Join(dir, "report.json")
+	args := append(append([]string{}, cfg.Args...), "--ginkgo.no-color", "--ginkgo.focus", focusOf(s),
+		"--ginkgo.json-report", report, "--e2e-output-dir", dir)
+	logf, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		res.State, res.Failure = "failed", "harness: "+err.Error()
+		return res
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "# %s\n", res.Name)
+	cmd := exec.Command(cfg.E2E, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		res.State, res.Failure = "failed", "harness: start e2e.test: "+err.Error()
+		return res
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	killed := ""
+	select {
+	case <-waited:
+	case <-time.After(cfg.Timeout):
+		killed = fmt.Sprintf("the spec's process ran past the harness's %v limit", cfg.Timeout)
+		stop(cmd, waited)
+	case <-ctx.Done():
+		killed = "the harness was interrupted while this spec ran"
+		stop(cmd, waited)
+	}
+	res.Seconds = time.Since(began).Seconds()
+	got, err := readSpecs(report)
+	switch {
+	case err != nil:
+		res.State, res.Failure = "failed", "no report from e2e.test: "+err.Error()
+	case len(got) != 1:
+		// The focus matched no spec or several: a harness defect, shown as
+		// a failure rather than hidden.
+		res.State, res.Failure = "failed", fmt.Sprintf("harness: the focus selected %d specs, want 1", len(got))
+	default:
+		res.State, res.Failure = got[0].State, got[0].Failure.Message
+		if got[0].RunTime > 0 {
+			res.Seconds = got[0].RunTime.Seconds()
+		}
+	}
+	if killed != "" {
+		if passed(res.State) || res.State == "skipped" {
+			res.State = "timedout"
+		}
+		res.Failure = strings.TrimSpace(killed + "\n" + res.Failure)
+	}
+	return res
+}
+
+// stop interrupts the spec's process group (ginkgo writes its report and
+// cleans up) and kills it a minute later if it is still there.
+func stop(cmd *exec.Cmd, waited <-chan error) {
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	select {
+	case <-waited:
+	case <-time.After(time.Minute):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-waited
+	}
+}
