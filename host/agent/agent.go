@@ -268,7 +268,7 @@ func (a *Agent) build() error {
 	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, RelistPeriod: a.cfg.PLEGRelistPeriod, Logger: a.log.Named("pleg"), Registerer: a.reg}); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	if a.admit, err = admission.New(admission.Config{Admitters: admission.Builtins(a.cfg.MaxPods), Extra: a.plugins.admitters(), Logger: a.log.Named("admission"), Registerer: a.reg}); err != nil {
+	if a.admit, err = admission.New(admission.Config{Admitters: append(admission.Builtins(a.cfg.MaxPods), a.plugins.admitters()...), Logger: a.log.Named("admission"), Registerer: a.reg}); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	if a.workers, err = worker.New(worker.Config{SyncFunc: a.syncPod, Terminated: a.podTerminated, Logger: a.log.Named("worker"), Registerer: a.reg}); err != nil {
