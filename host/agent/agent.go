@@ -284,7 +284,7 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 		Pods: a.pods, Workers: workers, Runtime: a.rt, Statuses: a.statuses,
 		Forget: records.Forget, BackOff: backOff, Logger: a.log,
 	})
-	admit, err := admission.New(admission.Config{Admitters: admission.Builtins(a.cfg.MaxPods), Extra: a.plugins.admitters(), Logger: a.log.Named("admission"), Registerer: a.reg})
+	admit, err := admission.New(admission.Config{Admitters: append(admission.Builtins(a.cfg.MaxPods), a.plugins.admitters()...), Logger: a.log.Named("admission"), Registerer: a.reg})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)
 	}

@@ -97,12 +97,13 @@ func (p *plugins) hooks() runtime.Hooks {
 	return p.ext
 }
 
-// admitters is the admission chain's Extra: the admission plugins, or none.
-func (p *plugins) admitters() func() []admission.Admitter {
+// admitters are the admission chain's admitters after the built-ins: the
+// admission plugins as one admitter, or none.
+func (p *plugins) admitters() []admission.Admitter {
 	if p == nil {
 		return nil
 	}
-	return p.ext.Admitters
+	return []admission.Admitter{p.ext.Admitter()}
 }
 
 // handlers are the read-only server's extra handlers: /plugins.

@@ -1,8 +1,9 @@
 // Package admission decides whether this node runs a pod, like the kubelet's
 // lifecycle.PodAdmitHandler chain: an ordered list of Admitters, the first
 // rejection wins, and a result names the admitter that gave it. The
-// built-ins are max pods, resource fit and host-port conflicts; Wasm
-// admission plugins implement the same Admitter interface.
+// built-ins are max pods, resource fit and host-port conflicts; the Wasm
+// admission plugins are one more Admitter, a Group whose members (the
+// plugins) the chain names and counts one by one.
 package admission
 
 import (
@@ -48,14 +49,35 @@ type Admitter interface {
 	Admit(ctx context.Context, attrs Attributes) (Result, error)
 }
 
+// Group is an Admitter that stands for several named admitters decided in
+// one call: the Wasm admission plugins, which the group asks one after
+// another or all at once, and which come and go with reloads. The chain
+// asks a Group for AdmitEach instead of Admit and treats each Decision as
+// the answer of an admitter of its own: a rejection or an error names the
+// member, and wasmlet_admission_results_total counts per member.
+type Group interface {
+	Admitter
+	// AdmitEach decides on attrs and returns its members' decisions in
+	// member order, up to and including the first that does not admit (a
+	// rejection or an error); none when it has no members.
+	AdmitEach(ctx context.Context, attrs Attributes) []Decision
+}
+
+// Decision is one member's answer in a Group.
+type Decision struct {
+	// Admitter names the member.
+	Admitter string
+	// Result is the member's result; its Admitter field is not read.
+	Result Result
+	// Err, when not nil, means the member could not decide, as an error
+	// returned by Admitter.Admit.
+	Err error
+}
+
 // Config configures a Chain.
 type Config struct {
 	// Admitters run in this order; the first rejection stops the chain.
 	Admitters []Admitter
-	// Extra, when set, is asked at every Admit for admitters that run after
-	// Admitters (the Wasm admission plugins, which come and go with
-	// reloads).
-	Extra func() []Admitter
 	// Logger receives one debug line per rejection (the agent logs the
 	// event); nil discards.
 	Logger hclog.Logger
@@ -68,7 +90,6 @@ type Config struct {
 // concurrent use if its admitters are.
 type Chain struct {
 	admitters []Admitter
-	extra     func() []Admitter
 	log       hclog.Logger
 	results   *prometheus.CounterVec
 }
@@ -80,7 +101,6 @@ func New(cfg Config) (*Chain, error) {
 	}
 	c := &Chain{
 		admitters: append([]Admitter(nil), cfg.Admitters...),
-		extra:     cfg.Extra,
 		log:       cfg.Logger,
 		results: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wasmlet_admission_results_total",
@@ -97,34 +117,46 @@ func New(cfg Config) (*Chain, error) {
 
 // Admit runs the admitters in order and returns the first rejection, or an
 // admitting result when all admit. A rejection's message names the
-// admitter.
+// admitter (for a Group, the member).
 func (c *Chain) Admit(ctx context.Context, attrs Attributes) Result {
-	admitters := c.admitters
-	if c.extra != nil {
-		admitters = append(admitters[:len(admitters):len(admitters)], c.extra()...)
-	}
-	for _, a := range admitters {
-		r, err := a.Admit(ctx, attrs)
-		name := a.Name()
-		switch {
-		case err != nil:
-			c.results.WithLabelValues(name, "error").Inc()
-			r = Result{Reason: "AdmissionError", Message: fmt.Sprintf("admitter %s failed: %v", name, err)}
-		case r.Admit:
-			c.results.WithLabelValues(name, "admit").Inc()
-			continue
-		default:
-			c.results.WithLabelValues(name, "reject").Inc()
-			if r.Reason == "" {
-				r.Reason = "Rejected"
+	for _, a := range c.admitters {
+		if g, ok := a.(Group); ok {
+			for _, d := range g.AdmitEach(ctx, attrs) {
+				if r, rejected := c.record(attrs, d); rejected {
+					return r
+				}
 			}
-			r.Message = fmt.Sprintf("admitter %s: %s", name, r.Message)
+			continue
 		}
-		r.Admit, r.Admitter = false, name
-		c.log.Debug("pod rejected", "pod", podName(attrs.Pod), "admitter", name, "reason", r.Reason, "message", r.Message)
-		return r
+		r, err := a.Admit(ctx, attrs)
+		if r, rejected := c.record(attrs, Decision{Admitter: a.Name(), Result: r, Err: err}); rejected {
+			return r
+		}
 	}
 	return Result{Admit: true}
+}
+
+// record counts d and reports whether it rejects the pod, with the
+// chain's result naming the admitter when it does.
+func (c *Chain) record(attrs Attributes, d Decision) (Result, bool) {
+	name, r := d.Admitter, d.Result
+	switch {
+	case d.Err != nil:
+		c.results.WithLabelValues(name, "error").Inc()
+		r = Result{Reason: "AdmissionError", Message: fmt.Sprintf("admitter %s failed: %v", name, d.Err)}
+	case r.Admit:
+		c.results.WithLabelValues(name, "admit").Inc()
+		return Result{}, false
+	default:
+		c.results.WithLabelValues(name, "reject").Inc()
+		if r.Reason == "" {
+			r.Reason = "Rejected"
+		}
+		r.Message = fmt.Sprintf("admitter %s: %s", name, r.Message)
+	}
+	r.Admit, r.Admitter = false, name
+	c.log.Debug("pod rejected", "pod", podName(attrs.Pod), "admitter", name, "reason", r.Reason, "message", r.Message)
+	return r, true
 }
 
 func podName(p *v1.Pod) string {

@@ -165,6 +165,72 @@ func TestChain_Admit_error(t *testing.T) {
 	}
 }
 
+// group is a Group answering with fixed decisions.
+type group struct {
+	decisions []Decision
+	hits      *int
+}
+
+func (g group) Name() string { return "group" }
+
+// Admit is not what the chain asks of a Group: it fails the pod under the
+// group's own name, which the tests below reject.
+func (g group) Admit(context.Context, Attributes) (Result, error) {
+	return Result{}, errors.New("the chain asked a Group for Admit")
+}
+
+func (g group) AdmitEach(context.Context, Attributes) []Decision {
+	*g.hits++
+	return g.decisions
+}
+
+func TestChain_Admit_group(t *testing.T) {
+	admit, deny := Result{Admit: true}, Result{Reason: "NoRoot", Message: "runs as root"}
+	tests := []struct {
+		name        string
+		decisions   []Decision
+		wantAdmit   bool
+		wantResult  Result // Admitter, Reason and a substring of Message
+		wantNever   int    // calls of the admitter after the group
+		wantCounter map[string]float64
+	}{
+		{"members admit", []Decision{{"a", admit, nil}, {"b", admit, nil}}, true, Result{}, 1,
+			map[string]float64{"first/admit": 1, "a/admit": 1, "b/admit": 1, "never/admit": 1}},
+		{"no members", nil, true, Result{}, 1,
+			map[string]float64{"first/admit": 1, "never/admit": 1}},
+		{"a member rejects", []Decision{{"a", admit, nil}, {"b", deny, nil}}, false, Result{Admitter: "b", Reason: "NoRoot", Message: "admitter b: runs as root"}, 0,
+			map[string]float64{"first/admit": 1, "a/admit": 1, "b/reject": 1}},
+		{"a member fails", []Decision{{"a", Result{}, errors.New("trap")}}, false, Result{Admitter: "a", Reason: "AdmissionError", Message: "admitter a failed: trap"}, 0,
+			map[string]float64{"first/admit": 1, "a/error": 1}},
+		{"a rejection without reason", []Decision{{"a", Result{Message: "no"}, nil}}, false, Result{Admitter: "a", Reason: "Rejected", Message: "admitter a: no"}, 0,
+			map[string]float64{"first/admit": 1, "a/reject": 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var h1, hg, h3 int
+			reg := prometheus.NewRegistry()
+			c, err := New(Config{Registerer: reg, Admitters: []Admitter{
+				fixed{"first", admit, nil, &h1},
+				group{tt.decisions, &hg},
+				fixed{"never", admit, nil, &h3},
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.Admit(context.Background(), Attributes{Pod: mkPod("p")})
+			if r.Admit != tt.wantAdmit || r.Admitter != tt.wantResult.Admitter || r.Reason != tt.wantResult.Reason || !strings.Contains(r.Message, tt.wantResult.Message) {
+				t.Errorf("result %+v, want admit %v and %+v", r, tt.wantAdmit, tt.wantResult)
+			}
+			if h1 != 1 || hg != 1 || h3 != tt.wantNever {
+				t.Errorf("calls %d %d %d, want 1 1 %d", h1, hg, h3, tt.wantNever)
+			}
+			if got := counters(t, reg, "wasmlet_admission_results_total"); fmt.Sprint(got) != fmt.Sprint(tt.wantCounter) {
+				t.Errorf("counters %v, want %v", got, tt.wantCounter)
+			}
+		})
+	}
+}
+
 func BenchmarkChain_Admit_builtins100Pods(b *testing.B) {
 	c, _ := New(Config{Admitters: Builtins(0)})
 	n := node("64", "256Gi", 110)

@@ -13,24 +13,29 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/wasmlet/wasmlet/abi"
 )
 
-// Op is the operation of a PodUpdate, the kubelet's op model. It is abi.Op,
-// so a plugin source's updates need no conversion.
-type Op = abi.Op
+// Op is the operation of a PodUpdate, the kubelet's op model
+// (kubetypes.PodOperation), with the kubelet's names. It is the core's own
+// type: a source plugin's operations (abi.Op) are translated by
+// host/internal/extension.
+type Op string
 
 // The operations. Sources send SET, ADD, UPDATE, REMOVE and DELETE; the merged
 // stream carries ADD, UPDATE, REMOVE, DELETE and RECONCILE (never SET).
-// REMOVE kills a pod at once (with its grace period) and forgets it; DELETE
-// is graceful deletion (DeletionTimestamp set), handled like an update.
 const (
-	OpSet    = abi.OpSet
-	OpAdd    = abi.OpAdd
-	OpUpdate = abi.OpUpdate
-	OpRemove = abi.OpRemove
-	OpDelete = abi.OpDelete
+	// OpSet replaces the source's whole set of pods.
+	OpSet Op = "SET"
+	// OpAdd adds pods.
+	OpAdd Op = "ADD"
+	// OpUpdate changes pods.
+	OpUpdate Op = "UPDATE"
+	// OpRemove kills pods at once (with their grace period) and forgets
+	// them.
+	OpRemove Op = "REMOVE"
+	// OpDelete is graceful deletion (DeletionTimestamp set), handled like an
+	// update.
+	OpDelete Op = "DELETE"
 	// OpReconcile carries pods of which only the status changed; only the
 	// merge produces it.
 	OpReconcile Op = "RECONCILE"

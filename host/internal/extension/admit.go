@@ -13,80 +13,128 @@ import (
 	"github.com/wasmlet/wasmlet/host/plugin"
 )
 
-// Admitters returns the admission plugins serving now, in manifest order, as
-// admission.Admitters named after the plugins. It is meant for
-// admission.Config.Extra, which asks at every admission. The returned
-// admitters belong to one admission: the first one asked encodes the
-// request once for all. With Config.ParallelAdmission it also calls every
-// plugin of the set at once, and each admitter then answers with its own
-// plugin's result, so the chain keeps its order (the first denial in
-// manifest order wins) while its latency is that of the slowest plugin
-// rather than the sum of all.
-func (e *Extension) Admitters() []admission.Admitter {
+// Admitter returns the admission plugins as one admission.Admitter, for the
+// admission chain after the built-ins. It is an admission.Group: at every
+// admission it looks up the plugins serving now (so reloads take effect
+// between two pods), encodes the request once, asks the plugins in manifest
+// order and returns their decisions up to the first that does not admit,
+// each named after its plugin, so a rejection, an event and the chain's
+// metric name the plugin. With Config.ParallelAdmission it calls every
+// plugin at once and still takes the verdicts in manifest order (the first
+// denial in that order wins), so its latency is the slowest plugin's rather
+// than the sum of all. It keeps nothing from one admission to the next but
+// the encoding of the pods on the node.
+func (e *Extension) Admitter() admission.Group { return admitter{e} }
+
+// admitterName is the name of Extension.Admitter as a whole; the chain
+// names its plugins instead.
+const admitterName = "plugins"
+
+// admitter is the admission plugins as one admission.Group.
+type admitter struct{ e *Extension }
+
+// Name is "plugins", the set's name; the chain names each plugin instead.
+func (a admitter) Name() string { return admitterName }
+
+// Admit is the plugins' verdict on their own, folded as the chain does: the
+// first rejection, its Admitter field naming the plugin, or an error naming
+// the plugin that could not decide.
+func (a admitter) Admit(ctx context.Context, attrs admission.Attributes) (admission.Result, error) {
+	ds := a.AdmitEach(ctx, attrs)
+	if len(ds) == 0 {
+		return admission.Result{Admit: true}, nil
+	}
+	d := ds[len(ds)-1]
+	switch {
+	case d.Err != nil:
+		return admission.Result{}, fmt.Errorf("admission plugin %s: %w", d.Admitter, d.Err)
+	case d.Result.Admit:
+		return admission.Result{Admit: true}, nil
+	}
+	r := d.Result
+	r.Admitter = d.Admitter
+	return r, nil
+}
+
+// AdmitEach asks the admission plugins serving now about attrs, in manifest
+// order, one after another or (Config.ParallelAdmission) all at once, and
+// returns their decisions up to and including the first that does not admit.
+// A failed call follows the plugin's failure policy: Fail is an error
+// decision (the chain rejects with reason AdmissionError and a message
+// naming the plugin and the failure), Ignore admits. The calls made after
+// a denial in parallel mode are not looked at: neither counted nor logged.
+func (a admitter) AdmitEach(ctx context.Context, attrs admission.Attributes) []admission.Decision {
+	e := a.e
 	ps := e.mgr.Admitters()
 	if len(ps) == 0 {
 		return nil
 	}
-	r := &round{e: e, plugins: ps, results: make([]result, len(ps)), parallel: e.cfg.ParallelAdmission}
-	out := make([]admission.Admitter, len(ps))
+	req, err := e.encode.admit(attrs)
+	if err != nil {
+		name := ps[0].Name()
+		return []admission.Decision{{Admitter: name, Err: fmt.Errorf("plugin %q: %w", name, err)}}
+	}
+	out := make([]admission.Decision, 0, len(ps))
+	if !e.cfg.ParallelAdmission {
+		for _, p := range ps {
+			d := e.decide(attrs, admit(ctx, e, p, &req))
+			if out = append(out, d); d.Err != nil || !d.Result.Admit {
+				break
+			}
+		}
+		return out
+	}
+	answers := make([]chan answer, len(ps))
 	for i, p := range ps {
-		r.results[i].done = make(chan struct{})
-		out[i] = &admitter{round: r, i: i, p: p}
+		answers[i] = make(chan answer, 1) // a call after a denial ends unread
+		go func() { answers[i] <- admit(ctx, e, p, &req) }()
+	}
+	for i, p := range ps {
+		var d admission.Decision
+		select {
+		case ans := <-answers[i]:
+			d = e.decide(attrs, ans)
+		case <-ctx.Done():
+			d = admission.Decision{Admitter: p.Name(), Err: fmt.Errorf("plugin %q: %w", p.Name(), ctx.Err())}
+		}
+		if out = append(out, d); d.Err != nil || !d.Result.Admit {
+			break
+		}
 	}
 	return out
 }
 
-// round is one admission asked of a set of plugins.
-type round struct {
-	e        *Extension
-	plugins  []*plugin.Plugin
-	parallel bool
-	once     sync.Once
-	attrs    admission.Attributes
-	req      abi.AdmitRequest
-	err      error
-	results  []result
-}
-
-// result is one plugin's answer in a round.
-type result struct {
-	done chan struct{}
+// answer is one plugin's answer to an admission.
+type answer struct {
 	p    *plugin.Plugin // the version that answered
 	resp *abi.AdmitResponse
 	err  error
 }
 
-// start encodes the request once per round and, when parallel, calls every
-// plugin.
-func (r *round) start(ctx context.Context, attrs admission.Attributes) {
-	r.once.Do(func() {
-		r.attrs = attrs
-		r.req, r.err = r.e.encode.admit(attrs)
-		if !r.parallel {
-			return
-		}
-		for i, p := range r.plugins {
-			res := &r.results[i]
-			if r.err != nil {
-				res.p, res.err = p, r.err
-				close(res.done)
-				continue
-			}
-			go func() {
-				defer close(res.done)
-				res.p, res.resp, res.err = admit(ctx, r.e, p, &r.req)
-			}()
-		}
-	})
+// admit calls p (its serving version if p was replaced meanwhile).
+func admit(ctx context.Context, e *Extension, p *plugin.Plugin, req *abi.AdmitRequest) answer {
+	p, resp, err := retryClosed(e, p, func(p *plugin.Plugin) (*abi.AdmitResponse, error) { return p.Admit(ctx, req) })
+	return answer{p: p, resp: resp, err: err}
 }
 
-func admit(ctx context.Context, e *Extension, p *plugin.Plugin, req *abi.AdmitRequest) (*plugin.Plugin, *abi.AdmitResponse, error) {
-	return retryClosed(e, p, func(p *plugin.Plugin) (*abi.AdmitResponse, error) { return p.Admit(ctx, req) })
-}
-
-// same reports whether attrs are the admission the round was started for.
-func (r *round) same(attrs admission.Attributes) bool {
-	return r.attrs.Pod == attrs.Pod && r.attrs.Node == attrs.Node && len(r.attrs.Pods) == len(attrs.Pods)
+// decide turns a plugin's answer into the chain's decision, applying the
+// plugin's failure policy to a failed call and logging a denial.
+func (e *Extension) decide(attrs admission.Attributes, a answer) admission.Decision {
+	d := admission.Decision{Admitter: a.p.Name()}
+	switch {
+	case a.err != nil:
+		if e.failed(a.p, abi.KindAdmission, "admit "+podName(attrs.Pod), a.err) {
+			d.Err = a.err
+		} else {
+			d.Result.Admit = true
+		}
+	case a.resp.Allowed:
+		d.Result.Admit = true
+	default:
+		e.log.Info("admission plugin denied a pod", "plugin", a.p.Name(), "version", a.p.Manifest().Version, "pod", podName(attrs.Pod), "reason", a.resp.Reason, "message", a.resp.Message)
+		d.Result = admission.Result{Reason: a.resp.Reason, Message: a.resp.Message}
+	}
+	return d
 }
 
 // encoder encodes admission requests, keeping the JSON of the pods already
@@ -130,58 +178,6 @@ func (c *encoder) admit(attrs admission.Attributes) (abi.AdmitRequest, error) {
 	next[attrs.Pod] = req.Pod
 	c.cache = next
 	return req, nil
-}
-
-// admitter is one admission plugin of a round as an admission.Admitter.
-type admitter struct {
-	round *round
-	i     int
-	p     *plugin.Plugin
-}
-
-// Name is the plugin's name: the chain names it in rejections and metrics.
-func (a *admitter) Name() string { return a.p.Name() }
-
-// Admit answers with the plugin's verdict. A failed call follows the
-// plugin's failure policy: Fail returns the error (the chain rejects with
-// reason AdmissionError and a message naming the plugin and the failure),
-// Ignore admits.
-func (a *admitter) Admit(ctx context.Context, attrs admission.Attributes) (admission.Result, error) {
-	e := a.round.e
-	a.round.start(ctx, attrs)
-	var res result
-	switch {
-	case a.round.same(attrs) && !a.round.parallel:
-		if a.round.err != nil {
-			return admission.Result{}, fmt.Errorf("plugin %q: %w", a.p.Name(), a.round.err)
-		}
-		res.p, res.resp, res.err = admit(ctx, e, a.p, &a.round.req)
-	case a.round.same(attrs):
-		select {
-		case <-a.round.results[a.i].done:
-			res = a.round.results[a.i]
-		case <-ctx.Done():
-			return admission.Result{}, fmt.Errorf("plugin %q: %w", a.p.Name(), ctx.Err())
-		}
-	default:
-		// Asked about another pod than the round's: call on its own.
-		req, err := e.encode.admit(attrs)
-		if err != nil {
-			return admission.Result{}, fmt.Errorf("plugin %q: %w", a.p.Name(), err)
-		}
-		res.p, res.resp, res.err = admit(ctx, e, a.p, &req)
-	}
-	if res.err != nil {
-		if e.failed(res.p, abi.KindAdmission, "admit "+podName(attrs.Pod), res.err) {
-			return admission.Result{}, res.err
-		}
-		return admission.Result{Admit: true}, nil
-	}
-	if res.resp.Allowed {
-		return admission.Result{Admit: true}, nil
-	}
-	e.log.Info("admission plugin denied a pod", "plugin", res.p.Name(), "version", res.p.Manifest().Version, "pod", podName(attrs.Pod), "reason", res.resp.Reason, "message", res.resp.Message)
-	return admission.Result{Reason: res.resp.Reason, Message: res.resp.Message}, nil
 }
 
 func podName(p *v1.Pod) string {

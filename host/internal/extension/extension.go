@@ -1,9 +1,11 @@
 // Package extension connects the plugin host (host/plugin) to the agent's
 // core: source plugins become config.Sources of the pod merge, admission
-// plugins join the admission chain after the built-ins, hook plugins are the
-// runtime's lifecycle Hooks, and /plugins shows every plugin's state and
-// figures. It applies each plugin's failure policy; the plugin host only
-// reports failures.
+// plugins join the admission chain after the built-ins as one
+// admission.Group, hook plugins are the runtime's lifecycle Hooks, and
+// /plugins shows every plugin's state and figures. It applies each plugin's
+// failure policy; the plugin host only reports failures. It is also the one
+// package that translates between the plugin ABI's types (package abi) and
+// the core's own (config.Op, runtime.HookPoint, runtime.Adjustment).
 //
 // Every call looks the plugins up in the Manager afresh, so a hot reload (a
 // new version dropped into the plugin directory) changes verdicts, pods and
@@ -50,7 +52,7 @@ type Config struct {
 	// nil ignores late source plugins.
 	Merge func(ctx context.Context, source string, u config.PodUpdate) error
 	// ParallelAdmission calls the admission plugins of one admission all at
-	// once instead of one after another (see Admitters): the chain's
+	// once instead of one after another (see Admitter): the chain's
 	// latency becomes the slowest plugin's on idle cores, at the price of
 	// CPU (the calls after a denial are wasted, and scheduling costs).
 	ParallelAdmission bool

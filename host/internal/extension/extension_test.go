@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/host/plugin"
 )
 
@@ -73,7 +75,7 @@ func testPod(name string) *v1.Pod {
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "i"}}}}
 }
 
-func TestExtension_Admitters(t *testing.T) {
+func TestExtension_Admitter(t *testing.T) {
 	for _, parallel := range []bool{false, true} {
 		t.Run(fmt.Sprintf("parallel=%v", parallel), func(t *testing.T) { testAdmitters(t, parallel) })
 	}
@@ -86,12 +88,12 @@ func testAdmitters(t *testing.T, parallel bool) {
 	install(t, dir, "spin-fails", "loop.wasm", []abi.Kind{abi.KindAdmission}, "order: 3\nfailurePolicy: Fail\npermissions: {timeout: 50ms}\n")
 	e, reg := setup(t, dir, nil)
 	e.cfg.ParallelAdmission = parallel
-	chain, err := admission.New(admission.Config{Admitters: admission.Builtins(10), Extra: e.Admitters})
+	chain, err := admission.New(admission.Config{Admitters: append(admission.Builtins(10), e.Admitter()), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(e.Admitters()); got != 3 {
-		t.Fatalf("%d admitters, want 3", got)
+	if got := len(e.mgr.Admitters()); got != 3 {
+		t.Fatalf("%d admission plugins, want 3", got)
 	}
 	tests := []struct {
 		pod          string
@@ -118,6 +120,15 @@ func testAdmitters(t *testing.T, parallel bool) {
 	if n := counter(e.failures.WithLabelValues("spin-fails", "admission", "fail")); n != 1 {
 		t.Errorf("failed calls = %v, want 1", n)
 	}
+	// The chain counts each plugin as an admitter of its own, up to the
+	// first that does not admit, as it counts the built-ins.
+	want := map[string]float64{
+		"MaxPods/admit": 2, "ResourceFit/admit": 2, "HostPorts/admit": 2,
+		"bang/reject": 1, "bang/admit": 1, "trap-ignored/admit": 1, "spin-fails/error": 1,
+	}
+	if got := results(t, reg); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("wasmlet_admission_results_total %v, want %v", got, want)
+	}
 	// Remove the failing plugin: the chain admits without a restart.
 	if err := os.Remove(filepath.Join(dir, "spin-fails"+abi.ManifestSuffix)); err != nil {
 		t.Fatal(err)
@@ -131,30 +142,97 @@ func testAdmitters(t *testing.T, parallel bool) {
 	}
 }
 
+// TestExtension_Admitter_alone asks the plugin set directly, outside a
+// chain: its verdict and its decisions name the plugin.
+func TestExtension_Admitter_alone(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "bang", "ok.wasm", []abi.Kind{abi.KindAdmission}, "order: 1\n")
+	install(t, dir, "spin-fails", "loop.wasm", []abi.Kind{abi.KindAdmission}, "order: 2\nfailurePolicy: Fail\npermissions: {timeout: 50ms}\n")
+	e, _ := setup(t, dir, nil)
+	a := e.Admitter()
+	ctx := context.Background()
+	if r, err := a.Admit(ctx, admission.Attributes{Pod: testPod("bang!")}); err != nil || r.Admit || r.Admitter != "bang" || r.Reason != "Bang" || r.Message != "input has a bang" {
+		t.Errorf("Admit(bang!) = %+v, %v", r, err)
+	}
+	if r, err := a.Admit(ctx, admission.Attributes{Pod: testPod("calm")}); err == nil || !strings.Contains(err.Error(), "spin-fails") || !strings.Contains(err.Error(), "deadline exceeded") {
+		t.Errorf("Admit(calm) = %+v, %v", r, err)
+	}
+	ds := a.AdmitEach(ctx, admission.Attributes{Pod: testPod("bang!")})
+	if len(ds) != 1 || ds[0].Admitter != "bang" || ds[0].Result.Admit || ds[0].Err != nil {
+		t.Errorf("AdmitEach(bang!) = %+v: the set stops at the first denial", ds)
+	}
+	if err := os.Remove(filepath.Join(dir, "spin-fails"+abi.ManifestSuffix)); err != nil {
+		t.Fatal(err)
+	}
+	e.mgr.Scan(ctx)
+	ds = a.AdmitEach(ctx, admission.Attributes{Pod: testPod("calm")})
+	if len(ds) != 1 || ds[0].Admitter != "bang" || !ds[0].Result.Admit {
+		t.Errorf("AdmitEach(calm) after removing spin-fails = %+v", ds)
+	}
+	if r, err := a.Admit(ctx, admission.Attributes{Pod: testPod("calm")}); err != nil || !r.Admit {
+		t.Errorf("Admit(calm) after removing spin-fails = %+v, %v", r, err)
+	}
+}
+
+// TestExtension_Admitter_concurrent admits different pods at once through
+// one admitter: it keeps no state from one admission to another, so each
+// pod gets its own verdict.
+func TestExtension_Admitter_concurrent(t *testing.T) {
+	for _, parallel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("parallel=%v", parallel), func(t *testing.T) {
+			dir := t.TempDir()
+			install(t, dir, "bang", "ok.wasm", []abi.Kind{abi.KindAdmission}, "order: 1\n")
+			install(t, dir, "trap-ignored", "trap.wasm", []abi.Kind{abi.KindAdmission}, "order: 2\nfailurePolicy: Ignore\n")
+			e, _ := setup(t, dir, nil)
+			e.cfg.ParallelAdmission = parallel
+			chain, err := admission.New(admission.Config{Admitters: []admission.Admitter{e.Admitter()}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for i := range 16 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					name, pods := fmt.Sprintf("calm-%d", i), []*v1.Pod{testPod("a")}
+					if i%2 == 0 {
+						name, pods = fmt.Sprintf("bang-%d!", i), nil
+					}
+					r := chain.Admit(context.Background(), admission.Attributes{Pod: testPod(name), Pods: pods})
+					if wantAdmit := i%2 == 1; r.Admit != wantAdmit || (!wantAdmit && r.Admitter != "bang") {
+						t.Errorf("pod %s: %+v, want admit %v", name, r, wantAdmit)
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+}
+
 func TestExtension_Hook(t *testing.T) {
 	dir := t.TempDir()
 	install(t, dir, "env", "ok.wasm", []abi.Kind{abi.KindHook}, "order: 1\n")
 	e, _ := setup(t, dir, nil)
 	pod := testPod("p")
-	adj, err := e.Hook(context.Background(), abi.HookPreCreate, pod, &pod.Spec.Containers[0])
-	if err != nil || adj == nil || len(adj.Env) != 1 || adj.Env[0] != (abi.EnvVar{Name: "A", Value: "1"}) {
+	adj, err := e.Hook(context.Background(), runtime.HookPreCreate, pod, &pod.Spec.Containers[0])
+	if err != nil || adj == nil || len(adj.Env) != 1 || adj.Env[0] != (runtime.EnvVar{Name: "A", Value: "1"}) {
 		t.Fatalf("PreCreate: %+v, %v", adj, err)
 	}
-	if adj, err := e.Hook(context.Background(), abi.HookPostStart, pod, &pod.Spec.Containers[0]); err != nil || adj != nil {
+	if adj, err := e.Hook(context.Background(), runtime.HookPostStart, pod, &pod.Spec.Containers[0]); err != nil || adj != nil {
 		t.Fatalf("PostStart: adjustments are not honoured there: %+v, %v", adj, err)
 	}
-	if adj, err := e.Hook(context.Background(), abi.HookPreSandbox, pod, nil); err != nil || adj == nil || len(adj.Env) != 0 {
+	if adj, err := e.Hook(context.Background(), runtime.HookPreSandbox, pod, nil); err != nil || adj == nil || len(adj.Env) != 0 {
 		t.Fatalf("PreSandbox: env is for containers only: %+v, %v", adj, err)
 	}
 
 	install(t, dir, "hook-error", "src.wasm", []abi.Kind{abi.KindHook}, "order: 2\n")
 	e.mgr.Scan(context.Background())
-	if _, err := e.Hook(context.Background(), abi.HookPreCreate, pod, &pod.Spec.Containers[0]); err == nil || !strings.Contains(err.Error(), "hook-error") || !strings.Contains(err.Error(), "no decision") {
+	if _, err := e.Hook(context.Background(), runtime.HookPreCreate, pod, &pod.Spec.Containers[0]); err == nil || !strings.Contains(err.Error(), "hook-error") || !strings.Contains(err.Error(), "no decision") {
 		t.Fatalf("failing hook under Fail: err = %v", err)
 	}
 	install(t, dir, "hook-error", "src.wasm", []abi.Kind{abi.KindHook}, "order: 2\nfailurePolicy: Ignore\n")
 	e.mgr.Scan(context.Background())
-	if adj, err := e.Hook(context.Background(), abi.HookPreCreate, pod, &pod.Spec.Containers[0]); err != nil || adj == nil || len(adj.Env) != 1 {
+	if adj, err := e.Hook(context.Background(), runtime.HookPreCreate, pod, &pod.Spec.Containers[0]); err != nil || adj == nil || len(adj.Env) != 1 {
 		t.Fatalf("failing hook under Ignore: %+v, %v", adj, err)
 	}
 }
@@ -245,10 +323,8 @@ func TestExtension_Handler(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, reg := setup(t, dir, nil)
-	for _, a := range e.Admitters() {
-		if _, err := a.Admit(context.Background(), admission.Attributes{Pod: testPod("x")}); err != nil {
-			t.Fatal(err)
-		}
+	if r, err := e.Admitter().Admit(context.Background(), admission.Attributes{Pod: testPod("x")}); err != nil || !r.Admit {
+		t.Fatal(r, err)
 	}
 	rec := httptest.NewRecorder()
 	e.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/plugins", nil))
@@ -279,6 +355,30 @@ func TestExtension_Handler(t *testing.T) {
 	if err != nil || n != 4 { // p50 + p99 of bang, info of both files
 		t.Errorf("metrics: %d series, %v", n, err)
 	}
+}
+
+// results gathers wasmlet_admission_results_total as "admitter/result" →
+// value.
+func results(t *testing.T, g prometheus.Gatherer) map[string]float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "wasmlet_admission_results_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetValue())
+			}
+			out[strings.Join(labels, "/")] = m.GetCounter().GetValue()
+		}
+	}
+	return out
 }
 
 func counter(c prometheus.Counter) float64 {

@@ -9,8 +9,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/host/plugin"
 )
+
+var _ runtime.Hooks = (*Extension)(nil)
 
 // Hook calls every hook plugin serving now, in manifest order, at point
 // (it implements runtime.Hooks). Their adjustments are merged in that order
@@ -19,12 +22,16 @@ import (
 // PreCreate, where the ABI honours them. A failed call under policy Fail
 // stops there and returns an error naming the plugin; under Ignore it is
 // logged, counted and skipped.
-func (e *Extension) Hook(ctx context.Context, point abi.HookPoint, pod *v1.Pod, container *v1.Container) (*abi.Adjustment, error) {
+func (e *Extension) Hook(ctx context.Context, point runtime.HookPoint, pod *v1.Pod, container *v1.Container) (*runtime.Adjustment, error) {
 	ps := e.mgr.Hooks()
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	req := &abi.HookRequest{Point: point}
+	ap, ok := hookPointToABI(point)
+	if !ok {
+		return nil, fmt.Errorf("hook point %q has no ABI equivalent", point)
+	}
+	req := &abi.HookRequest{Point: ap}
 	var err error
 	if req.Pod, err = json.Marshal(pod); err != nil {
 		return nil, fmt.Errorf("%s hook: encode pod %s: %w", point, podName(pod), err)
@@ -34,7 +41,7 @@ func (e *Extension) Hook(ctx context.Context, point abi.HookPoint, pod *v1.Pod, 
 			return nil, fmt.Errorf("%s hook: encode container %s: %w", point, container.Name, err)
 		}
 	}
-	honoured := point == abi.HookPreSandbox || point == abi.HookPreCreate
+	honoured := point == runtime.HookPreSandbox || point == runtime.HookPreCreate
 	var out *abi.Adjustment
 	for _, p := range ps {
 		p, resp, err := retryClosed(e, p, func(p *plugin.Plugin) (*abi.HookResponse, error) { return p.Hook(ctx, req) })
@@ -51,9 +58,9 @@ func (e *Extension) Hook(ctx context.Context, point abi.HookPoint, pod *v1.Pod, 
 		if !honoured || resp.Adjustment == nil {
 			continue
 		}
-		out = merge(out, resp.Adjustment, point == abi.HookPreCreate)
+		out = merge(out, resp.Adjustment, point == runtime.HookPreCreate)
 	}
-	return out, nil
+	return adjustmentFromABI(out), nil
 }
 
 // merge lays b over a; env only for containers.

@@ -120,12 +120,11 @@ func (e *Extension) poll(ctx context.Context, name string, send func(config.PodU
 func (e *Extension) decodeUpdates(name string, in []abi.PodUpdate) ([]config.PodUpdate, error) {
 	out := make([]config.PodUpdate, 0, len(in))
 	for i, u := range in {
-		switch u.Op {
-		case abi.OpSet, abi.OpAdd, abi.OpUpdate, abi.OpRemove, abi.OpDelete:
-		default:
+		op, ok := opFromABI(u.Op)
+		if !ok {
 			return nil, fmt.Errorf("plugin %q: update %d: unknown op %q", name, i, u.Op)
 		}
-		cu := config.PodUpdate{Op: u.Op, Source: name, Pods: make([]*v1.Pod, 0, len(u.Pods))}
+		cu := config.PodUpdate{Op: op, Source: name, Pods: make([]*v1.Pod, 0, len(u.Pods))}
 		for j, raw := range u.Pods {
 			pod := &v1.Pod{}
 			if err := json.Unmarshal(raw, pod); err != nil {

@@ -9,8 +9,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/wasmlet/wasmlet/abi"
 )
 
 func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
@@ -78,7 +76,7 @@ func int64Value(p *int64) *runtimeapi.Int64Value {
 }
 
 // containerConfig is the CRI container config of one container instance.
-func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, imageRef string, podIPs []string, adj *abi.Adjustment) (*runtimeapi.ContainerConfig, error) {
+func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, imageRef string, podIPs []string, adj *Adjustment) (*runtimeapi.ContainerConfig, error) {
 	mounts, err := m.containerFiles(pod, c, podIPs)
 	if err != nil {
 		return nil, err

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-
-	"github.com/wasmlet/wasmlet/abi"
 )
 
 // MinimumGracePeriod is the shortest grace a container gets: the kubelet
@@ -71,7 +69,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, g
 		return errors.Join(errs...)
 	}
 	if stopped && pod != nil && m.cfg.Hooks != nil {
-		if _, err := m.cfg.Hooks.Hook(ctx, abi.HookPodTerminated, pod, nil); err != nil {
+		if _, err := m.cfg.Hooks.Hook(ctx, HookPodTerminated, pod, nil); err != nil {
 			m.log.Warn("PodTerminated hook", "pod", pod.Namespace+"/"+pod.Name, "error", err)
 		}
 	}
@@ -152,7 +150,7 @@ func (m *Manager) preStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id 
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
 	defer cancel()
 	if m.cfg.Hooks != nil {
-		if _, err := m.cfg.Hooks.Hook(ctx, abi.HookPreStop, pod, c); err != nil {
+		if _, err := m.cfg.Hooks.Hook(ctx, HookPreStop, pod, c); err != nil {
 			m.log.Warn("PreStop hook", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "error", err)
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/cri-client/pkg/fake"
 
-	"github.com/wasmlet/wasmlet/abi"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -349,7 +348,7 @@ type recordingHooks struct {
 	points []string
 }
 
-func (h *recordingHooks) Hook(_ context.Context, point abi.HookPoint, _ *v1.Pod, c *v1.Container) (*abi.Adjustment, error) {
+func (h *recordingHooks) Hook(_ context.Context, point HookPoint, _ *v1.Pod, c *v1.Container) (*Adjustment, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	name := string(point)
@@ -357,8 +356,8 @@ func (h *recordingHooks) Hook(_ context.Context, point abi.HookPoint, _ *v1.Pod,
 		name += "/" + c.Name
 	}
 	h.points = append(h.points, name)
-	if point == abi.HookPreCreate {
-		return &abi.Adjustment{Env: []abi.EnvVar{{Name: "INJECTED", Value: "1"}}, Labels: map[string]string{"hooked": "yes"}}, nil
+	if point == HookPreCreate {
+		return &Adjustment{Env: []EnvVar{{Name: "INJECTED", Value: "1"}}, Labels: map[string]string{"hooked": "yes"}}, nil
 	}
 	return nil, nil
 }

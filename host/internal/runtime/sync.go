@@ -9,8 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	"github.com/wasmlet/wasmlet/abi"
 )
 
 // The kubelet's crash-loop back-off: 10 s doubling to 5 min.
@@ -123,7 +121,7 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	}
 	cfg := m.sandboxConfig(pod, attempt)
 	if m.cfg.Hooks != nil {
-		adj, err := m.cfg.Hooks.Hook(ctx, abi.HookPreSandbox, pod, nil)
+		adj, err := m.cfg.Hooks.Hook(ctx, HookPreSandbox, pod, nil)
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("PreSandbox hook: %w", err)
 		}
@@ -191,9 +189,9 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig
 	if last != nil {
 		restartCount = last.RestartCount + 1
 	}
-	var adj *abi.Adjustment
+	var adj *Adjustment
 	if m.cfg.Hooks != nil {
-		adj, err = m.cfg.Hooks.Hook(ctx, abi.HookPreCreate, pod, c)
+		adj, err = m.cfg.Hooks.Hook(ctx, HookPreCreate, pod, c)
 		if err != nil {
 			return ErrPreCreateHook, err.Error()
 		}
@@ -210,7 +208,7 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig
 		return ErrRunContainer, err.Error()
 	}
 	if m.cfg.Hooks != nil {
-		if _, err := m.cfg.Hooks.Hook(ctx, abi.HookPostStart, pod, c); err != nil {
+		if _, err := m.cfg.Hooks.Hook(ctx, HookPostStart, pod, c); err != nil {
 			msg := fmt.Sprintf("PostStart hook: %v", err)
 			m.killContainer(ctx, pod, c, id, msg, nil)
 			return ErrRunContainer, msg

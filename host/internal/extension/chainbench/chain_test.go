@@ -3,7 +3,7 @@
 // Package bench measures the admission chain of the four first-party
 // policies (no-privileged, image-allowlist, require-limits, sysctl-allowlist)
 // on testdata/pod4k.json, as the agent runs it — plugin.Manager loading the
-// compiled .wasm files, host/extension's admitters in an admission.Chain —
+// compiled .wasm files, host/extension's admitter in an admission.Chain —
 // against the same four checks written natively in Go. It reports p50 and
 // p99 per pod besides ns/op and the process CPU time per pod.
 //
@@ -94,7 +94,7 @@ func wasmChain(tb testing.TB, deadline plugin.DeadlineMode, parallel bool) (*adm
 	if err != nil {
 		tb.Fatal(err)
 	}
-	chain, err := admission.New(admission.Config{Extra: ext.Admitters})
+	chain, err := admission.New(admission.Config{Admitters: []admission.Admitter{ext.Admitter()}})
 	if err != nil {
 		tb.Fatal(err)
 	}
