@@ -36,8 +36,10 @@ func testExtism(t *testing.T, mode DeadlineMode) {
 	if _, err := p.Source(ctx, &abi.SourceRequest{Seq: 1}); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("Source = %v, want ErrTimeout", err)
 	}
-	if d := time.Since(start); d > 2*p.Timeout() {
-		t.Fatalf("spinning source stopped after %s, more than twice its %s deadline", d, p.Timeout())
+	// A margin no loaded machine reaches: the claim is that the spin is
+	// stopped, not how fast.
+	if d := time.Since(start); d > 30*p.Timeout() {
+		t.Fatalf("spinning source stopped after %s, 30 times its %s deadline", d, p.Timeout())
 	}
 	if r, err := p.Admit(ctx, admitReq(`{}`)); err != nil || !r.Allowed {
 		t.Fatalf("Admit after failures = %+v, %v; want allowed", r, err)

@@ -162,12 +162,14 @@ func TestRuntime_StopContainer(t *testing.T) {
 			id := h.run(t, sb, sbCfg, tt.name, tt.args, nil)
 			waitLog(t, filepath.Join(sbCfg.LogDirectory, tt.name, "0.log"), "stdout F", 30*time.Second)
 			start := time.Now()
-			const timeout = 2
+			// A grace period far longer than a loaded machine needs to
+			// stop the module: the claim is that it is not waited out.
+			const timeout = 60
 			if err := h.rs.StopContainer(context.Background(), id, timeout); err != nil {
 				t.Fatal(err)
 			}
-			if d := time.Since(start); d > timeout*time.Second {
-				t.Errorf("StopContainer took %v, timeout %ds", d, timeout)
+			if d := time.Since(start); d >= timeout*time.Second/2 {
+				t.Errorf("StopContainer took %v of its %ds grace period", d, timeout)
 			}
 			resp, err := h.rs.ContainerStatus(context.Background(), id, false)
 			if err != nil {
@@ -291,8 +293,8 @@ func TestRuntime_PodSandbox(t *testing.T) {
 	if err := h.rs.StopPodSandbox(ctx, sb); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("StopPodSandbox took %v", d)
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("StopPodSandbox took %v, as if waiting out a grace period", d)
 	}
 	for _, id := range []string{a, b} {
 		cs, err := h.rs.ContainerStatus(ctx, id, false)
