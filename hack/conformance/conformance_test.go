@@ -12,7 +12,7 @@ import (
 
 // report is a ginkgo v2 JSON report as e2e.test writes it (trimmed): a
 // BeforeSuite node, two It specs, one of them failed.
-const report = `[{"SuitePath":"/x","SpecReports":[
+const report = `[{"SuitePath":"/x","SuiteDescription":"Kubernetes e2e suite","SpecReports":[
  {"ContainerHierarchyTexts":null,"LeafNodeType":"SynchronizedBeforeSuite","LeafNodeText":"","State":"passed"},
  {"ContainerHierarchyTexts":["[sig-node] Pods"],"LeafNodeType":"It","LeafNodeText":"should get a host IP [NodeConformance] [Conformance]",
   "LeafNodeLocation":{"FileName":"/root/go/pkg/mod/k8s.io/kubernetes@v1.36.3/test/e2e/common/node/pods.go","LineNumber":204},
@@ -32,9 +32,12 @@ func writeReport(t *testing.T) string {
 }
 
 func TestReadSpecs(t *testing.T) {
-	specs, err := readSpecs(writeReport(t))
+	suite, specs, err := readSpecs(writeReport(t))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if suite != "Kubernetes e2e suite" {
+		t.Errorf("suite = %q", suite)
 	}
 	if len(specs) != 2 {
 		t.Fatalf("read %d specs, want the 2 It nodes", len(specs))
@@ -45,11 +48,19 @@ func TestReadSpecs(t *testing.T) {
 	if specs[0].RunTime.Seconds() != 12.5 || specs[1].State != "failed" {
 		t.Errorf("spec 0 run time %v, spec 1 state %q", specs[0].RunTime, specs[1].State)
 	}
-	// The focus of a spec matches its own full text and no other, though
+	// The focus of a spec matches what ginkgo matches for it (the suite's
+	// description, a space, the spec's full text) and nothing else, though
 	// the text holds regexp metacharacters.
-	re := regexp.MustCompile(focusOf(specs[1]))
-	if !re.MatchString(specs[1].fullText()) || re.MatchString(specs[0].fullText()) || re.MatchString(specs[1].fullText()+" more") {
-		t.Errorf("focus %q matches the wrong specs", focusOf(specs[1]))
+	re := regexp.MustCompile(focusOf(suite, specs[1]))
+	for text, want := range map[string]bool{
+		suite + " " + specs[1].fullText():           true,
+		suite + " " + specs[0].fullText():           false,
+		suite + " " + specs[1].fullText() + " more": false,
+		suite + " X " + specs[1].fullText():         false,
+	} {
+		if re.MatchString(text) != want {
+			t.Errorf("focus %q on %q: match %v, want %v", re, text, !want, want)
+		}
 	}
 }
 

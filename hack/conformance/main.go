@@ -77,13 +77,13 @@ func runCmd(args []string) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	specs, err := list(ctx, cfg)
+	suite, specs, err := list(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("conformance %s: %d specs selected (focus %q, skip %q), %d at a time\n", cfg.Node, len(specs), cfg.Focus, cfg.Skip, cfg.Parallel)
 	start := time.Now()
-	s := &Summary{Node: cfg.Node, Specs: runAll(ctx, cfg, specs)}
+	s := &Summary{Node: cfg.Node, Specs: runAll(ctx, cfg, suite, specs)}
 	if err := writeResults(cfg.Out, s); err != nil {
 		return err
 	}

@@ -15,7 +15,8 @@ import (
 // ginkgoReport is the part of a ginkgo v2 JSON report (--ginkgo.json-report)
 // the harness reads: one entry per suite run, each with its specs.
 type ginkgoReport struct {
-	SpecReports []ginkgoSpec `json:"SpecReports"`
+	SuiteDescription string
+	SpecReports      []ginkgoSpec
 }
 
 // ginkgoSpec is one spec of a ginkgo report.
@@ -35,25 +36,30 @@ func (s ginkgoSpec) fullText() string {
 	return strings.Join(append(append([]string{}, s.ContainerHierarchyTexts...), s.LeafNodeText), " ")
 }
 
-// readSpecs reads a ginkgo JSON report and returns its It specs.
-func readSpecs(path string) ([]ginkgoSpec, error) {
+// readSpecs reads a ginkgo JSON report and returns its suite's description
+// (which ginkgo's focus matches in front of a spec's text) and its It specs.
+func readSpecs(path string) (string, []ginkgoSpec, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	var reports []ginkgoReport
 	if err := json.Unmarshal(b, &reports); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return "", nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var out []ginkgoSpec
+	var (
+		suite string
+		out   []ginkgoSpec
+	)
 	for _, r := range reports {
+		suite = r.SuiteDescription
 		for _, s := range r.SpecReports {
 			if s.LeafNodeType == "It" {
 				out = append(out, s)
 			}
 		}
 	}
-	return out, nil
+	return suite, out, nil
 }
 
 // Spec is one spec's result in summary.json.

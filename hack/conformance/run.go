@@ -35,24 +35,25 @@ type runConfig struct {
 	Progress io.Writer
 }
 
-// list asks e2e.test for the selected specs (a dry run), in its order.
-func list(ctx context.Context, cfg runConfig) ([]ginkgoSpec, error) {
+// list asks e2e.test for the selected specs (a dry run), in its order, and
+// returns the suite's description too.
+func list(ctx context.Context, cfg runConfig) (string, []ginkgoSpec, error) {
 	report := filepath.Join(cfg.Out, "list.json")
 	args := append(append([]string{}, cfg.Args...), "--ginkgo.dry-run", "--ginkgo.no-color",
 		"--ginkgo.focus", cfg.Focus, "--ginkgo.skip", cfg.Skip, "--ginkgo.json-report", report)
 	cmd := exec.CommandContext(ctx, cfg.E2E, args...)
 	logf, err := os.Create(filepath.Join(cfg.Out, "list.log"))
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	defer logf.Close()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("e2e.test dry run: %w (see %s)", err, logf.Name())
+		return "", nil, fmt.Errorf("e2e.test dry run: %w (see %s)", err, logf.Name())
 	}
-	all, err := readSpecs(report)
+	suite, all, err := readSpecs(report)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	var selected []ginkgoSpec
 	for _, s := range all {
@@ -60,15 +61,18 @@ func list(ctx context.Context, cfg runConfig) ([]ginkgoSpec, error) {
 			selected = append(selected, s)
 		}
 	}
-	return selected, nil
+	return suite, selected, nil
 }
 
-// focusOf is a focus matching exactly one spec's full text.
-func focusOf(s ginkgoSpec) string { return "^" + regexp.QuoteMeta(s.fullText()) + "$" }
+// focusOf is a focus matching exactly one spec: ginkgo matches it against
+// the suite's description, a space and the spec's full text.
+func focusOf(suite string, s ginkgoSpec) string {
+	return "^" + regexp.QuoteMeta(suite+" "+s.fullText()) + "$"
+}
 
 // runAll runs each spec in its own e2e.test process, cfg.Parallel at a
 // time, and returns their results in the listing's order.
-func runAll(ctx context.Context, cfg runConfig, specs []ginkgoSpec) []Spec {
+func runAll(ctx context.Context, cfg runConfig, suite string, specs []ginkgoSpec) []Spec {
 	results := make([]Spec, len(specs))
 	var (
 		mu                     sync.Mutex
@@ -82,7 +86,7 @@ func runAll(ctx context.Context, cfg runConfig, specs []ginkgoSpec) []Spec {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				r := runOne(ctx, cfg, i, specs[i])
+				r := runOne(ctx, cfg, suite, i, specs[i])
 				mu.Lock()
 				results[i] = r
 				done++
@@ -119,7 +123,7 @@ func runAll(ctx context.Context, cfg runConfig, specs []ginkgoSpec) []Spec {
 }
 
 // runOne runs one spec and reads its result from the report it writes.
-func runOne(ctx context.Context, cfg runConfig, i int, s ginkgoSpec) Spec {
+func runOne(ctx context.Context, cfg runConfig, suite string, i int, s ginkgoSpec) Spec {
 	res := Spec{Name: s.fullText(), File: shortFile(s.LeafNodeLocation.FileName)}
 	dir := filepath.Join(cfg.Out, "specs", fmt.Sprintf("%03d", i+1))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -127,7 +131,7 @@ func runOne(ctx context.Context, cfg runConfig, i int, s ginkgoSpec) Spec {
 		return res
 	}
 	report := filepath.Join(dir, "report.json")
-	args := append(append([]string{}, cfg.Args...), "--ginkgo.no-color", "--ginkgo.focus", focusOf(s),
+	args := append(append([]string{}, cfg.Args...), "--ginkgo.no-color", "--ginkgo.focus", focusOf(suite, s),
 		"--ginkgo.json-report", report, "--e2e-output-dir", dir)
 	logf, err := os.Create(filepath.Join(dir, "log"))
 	if err != nil {
@@ -157,18 +161,28 @@ func runOne(ctx context.Context, cfg runConfig, i int, s ginkgoSpec) Spec {
 		stop(cmd, waited)
 	}
 	res.Seconds = time.Since(began).Seconds()
-	got, err := readSpecs(report)
+	_, got, err := readSpecs(report)
+	var mine []ginkgoSpec
+	ran := 0
+	for _, g := range got {
+		if g.fullText() == res.Name {
+			mine = append(mine, g)
+		}
+		if g.State != "skipped" && g.State != "pending" {
+			ran++
+		}
+	}
 	switch {
 	case err != nil:
 		res.State, res.Failure = "failed", "no report from e2e.test: "+err.Error()
-	case len(got) != 1:
-		// The focus matched no spec or several: a harness defect, shown as
-		// a failure rather than hidden.
-		res.State, res.Failure = "failed", fmt.Sprintf("harness: the focus selected %d specs, want 1", len(got))
+	case len(mine) != 1 || ran > 1:
+		// The focus missed the spec or took others too: a harness defect,
+		// shown as a failure rather than hidden.
+		res.State, res.Failure = "failed", fmt.Sprintf("harness: the report has %d specs of this text and %d run, want 1", len(mine), ran)
 	default:
-		res.State, res.Failure = got[0].State, got[0].Failure.Message
-		if got[0].RunTime > 0 {
-			res.Seconds = got[0].RunTime.Seconds()
+		res.State, res.Failure = mine[0].State, mine[0].Failure.Message
+		if mine[0].RunTime > 0 {
+			res.Seconds = mine[0].RunTime.Seconds()
 		}
 	}
 	if killed != "" {
