@@ -133,10 +133,3 @@ func (s *Store) Forget(uid types.UID) {
 	delete(s.pods, uid)
 	s.mu.Unlock()
 }
-
-// Len is the number of pods with a record.
-func (s *Store) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.pods)
-}

@@ -71,8 +71,8 @@ func TestStore_Forget(t *testing.T) {
 	s.Synced("a", time.Unix(2, 0))
 	s.Started("a")
 	s.Forget("a")
-	if s.Rejected("a") || !s.LastSync("a").IsZero() || s.Len() != 0 {
-		t.Errorf("after Forget: rejected %v, last sync %v, %d records", s.Rejected("a"), s.LastSync("a"), s.Len())
+	if s.Rejected("a") || !s.LastSync("a").IsZero() || len(s.pods) != 0 {
+		t.Errorf("after Forget: rejected %v, last sync %v, %d records", s.Rejected("a"), s.LastSync("a"), len(s.pods))
 	}
 	if len(forgotten) != 2 || forgotten[0] != "a" || forgotten[1] != "a'" {
 		t.Errorf("OnForget calls = %v, want [a a']", forgotten)
