@@ -2,7 +2,9 @@
 # Installs the Debian packages wasmlet's build and tests need. Idempotent: a
 # package already present is skipped, so repeated `make test` runs are quick.
 set -euo pipefail
-pkgs=(clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32 wabt containerd runc containernetworking-plugins etcd-server)
+# curl, openssl and iproute2: the control plane scripts (PKI, health checks) and
+# the conformance node (its IP; the agnhost image carries the host's curl).
+pkgs=(clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32 wabt containerd runc containernetworking-plugins etcd-server curl openssl iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
