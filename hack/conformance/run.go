@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -80,14 +81,42 @@ func runAll(ctx context.Context, cfg runConfig, suite string, specs []ginkgoSpec
 		wg                     sync.WaitGroup
 	)
 	start := time.Now()
+	running := map[int]time.Time{}
+	// A line a minute while specs run, so a run of long specs is not silent.
+	heartbeat := time.NewTicker(time.Minute)
+	defer heartbeat.Stop()
+	stopBeat := make(chan struct{})
+	defer close(stopBeat)
+	go func() {
+		for {
+			select {
+			case <-stopBeat:
+				return
+			case <-heartbeat.C:
+				mu.Lock()
+				var names []string
+				for i, t := range running {
+					names = append(names, fmt.Sprintf("#%d %s (%s)", i+1, specs[i].LeafNodeText, time.Since(t).Round(time.Second)))
+				}
+				sort.Strings(names)
+				fmt.Fprintf(cfg.Progress, "conformance %s: %d/%d done, %s elapsed; running: %s\n",
+					cfg.Node, done, len(specs), time.Since(start).Round(time.Second), strings.Join(names, "; "))
+				mu.Unlock()
+			}
+		}
+	}()
 	next := make(chan int)
 	for w := 0; w < cfg.Parallel; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				mu.Lock()
+				running[i] = time.Now()
+				mu.Unlock()
 				r := runOne(ctx, cfg, suite, i, specs[i])
 				mu.Lock()
+				delete(running, i)
 				results[i] = r
 				done++
 				switch {
