@@ -7,7 +7,8 @@
 #   FOCUS=RE                   ginkgo focus (default \[NodeConformance\])
 #   SKIP=RE                    added to the skip list (hack/conformance/skip.txt)
 #   PARALLEL=N                 specs at once, one e2e.test process each (default 3)
-#   SPEC_TIMEOUT=D             limit per spec process (default 15m)
+#   SPEC_TIMEOUT=D             limit per spec process (default 30m: the [Slow] back-off
+#                              specs take over 10 min on the kubelet)
 #
 # Everything is built from the Go module proxy and cached by version
 # (hack/kube/build.sh), the images are built offline (no registry is
@@ -25,7 +26,7 @@ log() { printf 'conformance: %s %s\n' "$(date +%T)" "$*" >&2; }
 NODE=${NODE:-wasmlet}
 FOCUS=${FOCUS:-'\[NodeConformance\]'}
 PARALLEL=${PARALLEL:-3}
-SPEC_TIMEOUT=${SPEC_TIMEOUT:-15m}
+SPEC_TIMEOUT=${SPEC_TIMEOUT:-30m}
 case $NODE in wasmlet | kubelet) nodes=$NODE ;; both) nodes="wasmlet kubelet" ;; *)
 	log "NODE must be wasmlet, kubelet or both"; exit 2 ;;
 esac

@@ -64,7 +64,7 @@ func runCmd(args []string) error {
 	fs.StringVar(&cfg.Focus, "focus", `\[NodeConformance\]`, "ginkgo focus")
 	fs.StringVar(&cfg.Skip, "skip", `\[Serial\]|\[Disruptive\]|\[Flaky\]`, "ginkgo skip")
 	fs.IntVar(&cfg.Parallel, "parallel", 3, "specs at once")
-	fs.DurationVar(&cfg.Timeout, "timeout", 15*time.Minute, "limit per spec")
+	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Minute, "limit per spec")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
