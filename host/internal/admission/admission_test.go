@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/wasmlet/wasmlet/internal/metrictest"
 )
 
 func node(cpu, mem string, pods int64) *v1.Node {
@@ -142,7 +144,7 @@ func TestChain_Admit(t *testing.T) {
 	if h1 != 1 || h2 != 1 || h3 != 0 {
 		t.Errorf("calls %d %d %d: the chain must stop at the first rejection", h1, h2, h3)
 	}
-	got := counters(t, reg, "wasmlet_admission_results_total")
+	got := metrictest.Counters(t, reg, "wasmlet_admission_results_total")
 	want := map[string]float64{"first/admit": 1, "policy/reject": 1}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("counters %v, want %v", got, want)
@@ -224,7 +226,7 @@ func TestChain_Admit_group(t *testing.T) {
 			if h1 != 1 || hg != 1 || h3 != tt.wantNever {
 				t.Errorf("calls %d %d %d, want 1 1 %d", h1, hg, h3, tt.wantNever)
 			}
-			if got := counters(t, reg, "wasmlet_admission_results_total"); fmt.Sprint(got) != fmt.Sprint(tt.wantCounter) {
+			if got := metrictest.Counters(t, reg, "wasmlet_admission_results_total"); fmt.Sprint(got) != fmt.Sprint(tt.wantCounter) {
 				t.Errorf("counters %v, want %v", got, tt.wantCounter)
 			}
 		})
@@ -245,27 +247,4 @@ func BenchmarkChain_Admit_builtins100Pods(b *testing.B) {
 			b.Fatal("rejected")
 		}
 	}
-}
-
-// counters gathers a counter vector as "admitter/result" → value.
-func counters(t *testing.T, g prometheus.Gatherer, name string) map[string]float64 {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetValue())
-			}
-			out[strings.Join(labels, "/")] = m.GetCounter().GetValue()
-		}
-	}
-	return out
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/host/plugin"
+	"github.com/wasmlet/wasmlet/internal/metrictest"
 )
 
 // fixture is a module of host/plugin's or this package's testdata.
@@ -361,24 +362,7 @@ func TestExtension_Handler(t *testing.T) {
 // value.
 func results(t *testing.T, g prometheus.Gatherer) map[string]float64 {
 	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "wasmlet_admission_results_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetValue())
-			}
-			out[strings.Join(labels, "/")] = m.GetCounter().GetValue()
-		}
-	}
-	return out
+	return metrictest.Counters(t, g, "wasmlet_admission_results_total")
 }
 
 func counter(c prometheus.Counter) float64 {
