@@ -17,7 +17,8 @@
 #   cluster.sh down DIR           stops everything (SIGTERM, then SIGKILL)
 #
 # The API server reaches nodes' :10250 (logs, exec, port-forward) with the admin
-# client certificate, by their InternalIP.
+# client certificate, by their InternalIP, and admits privileged containers (as
+# kubeadm's clusters do; the node decides what it runs).
 #
 # Environment: ETCD_PORT (23790), ETCD_PEER_PORT (23800), APISERVER_PORT (26443),
 # KCM_PORT (26257), SCHEDULER_PORT (26259), KUBE_APISERVER (a binary; default:
@@ -134,6 +135,7 @@ AP
 		--service-account-issuer https://kubernetes.default.svc --service-account-key-file "$d/pki/sa.pub" \
 		--service-account-signing-key-file "$d/pki/sa.key" --service-cluster-ip-range 10.96.0.0/24 \
 		--authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction --profiling=false \
+		--allow-privileged=true \
 		--audit-policy-file "$d/audit-policy.yaml" --audit-log-path "$d/audit.log" --audit-log-format json \
 		--audit-log-mode blocking \
 		--etcd-compaction-interval 15s \
