@@ -161,15 +161,13 @@ func TestRuntime_StopContainer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			id := h.run(t, sb, sbCfg, tt.name, tt.args, nil)
 			waitLog(t, filepath.Join(sbCfg.LogDirectory, tt.name, "0.log"), "stdout F", 30*time.Second)
-			start := time.Now()
-			// A grace period far longer than a loaded machine needs to
-			// stop the module: the claim is that it is not waited out.
-			const timeout = 60
-			if err := h.rs.StopContainer(context.Background(), id, timeout); err != nil {
-				t.Fatal(err)
-			}
-			if d := time.Since(start); d >= timeout*time.Second/2 {
-				t.Errorf("StopContainer took %v of its %ds grace period", d, timeout)
+			// The claim is that the grace period is not waited out: with an
+			// hour of grace and a call bounded at five minutes, a runtime that
+			// waited would fail the call, however loaded the machine.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			if err := h.rs.StopContainer(ctx, id, 3600); err != nil {
+				t.Fatalf("StopContainer with an hour of grace: %v", err)
 			}
 			resp, err := h.rs.ContainerStatus(context.Background(), id, false)
 			if err != nil {
@@ -180,7 +178,7 @@ func TestRuntime_StopContainer(t *testing.T) {
 				t.Errorf("after stop: %s exit %d %q, want EXITED %d Error", st.State, st.ExitCode, st.Reason, exitKilled)
 			}
 			// Stopping again is fine.
-			if err := h.rs.StopContainer(context.Background(), id, timeout); err != nil {
+			if err := h.rs.StopContainer(ctx, id, 3600); err != nil {
 				t.Errorf("second stop: %v", err)
 			}
 		})
@@ -289,12 +287,12 @@ func TestRuntime_PodSandbox(t *testing.T) {
 	}
 	a := h.run(t, sb, sbCfg, "a", []string{"sleep", "1h"}, nil)
 	b := h.run(t, sb, sbCfg, "b", []string{"spin"}, nil)
-	start := time.Now()
-	if err := h.rs.StopPodSandbox(ctx, sb); err != nil {
+	// Bounded, so a sandbox stop that hung on the spinning module fails
+	// the call instead of the test binary's timeout.
+	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if err := h.rs.StopPodSandbox(stopCtx, sb); err != nil {
 		t.Fatal(err)
-	}
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("StopPodSandbox took %v, as if waiting out a grace period", d)
 	}
 	for _, id := range []string{a, b} {
 		cs, err := h.rs.ContainerStatus(ctx, id, false)
