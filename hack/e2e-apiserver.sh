@@ -3,7 +3,9 @@
 # it after hack/e2e.sh; also runnable alone. For each runtime it
 #   1. starts a fresh control plane on loopback (hack/apiserver/cluster.sh:
 #      etcd + a real kube-apiserver v1.36.3, built once per machine and cached
-#      by version by hack/kube/build.sh) and a node certificate;
+#      by version by hack/kube/build.sh), the kube-controller-manager's
+#      ServiceAccount, token and kube-root-ca.crt controllers (what a pod's
+#      default projected volume needs) and a node certificate;
 #   2. starts the runtime: the embedded WASI runtime as a standalone
 #      `wasmlet runtime` (so the agent can restart without killing pods), or
 #      a private containerd (hack/containerd/up.sh) with the testbox and
@@ -30,8 +32,9 @@ e2e_cleanup_more() {
   for d in "$base"/cluster-*; do [ -d "$d" ] && hack/apiserver/cluster.sh down "$d"; done
 }
 
-log "kube-apiserver (cached by version)"
+log "kube-apiserver and kube-controller-manager (cached by version)"
 kas=$(hack/kube/build.sh kube-apiserver)
+hack/kube/build.sh kube-controller-manager >/dev/null
 log "building bin/wasmlet, tools and the suite"
 e2e_tools
 go test -c -tags e2e_apiserver -o "$out/bin/e2eapi.test" ./cmd/wasmlet/e2eapi
@@ -40,6 +43,8 @@ suite() { # RUNTIME ENDPOINT
   local rt=$1 ep=$2 cl=$base/cluster-$1
   log "control plane for $rt"
   KUBE_APISERVER=$kas hack/apiserver/cluster.sh up "$cl"
+  KCM_CONTROLLERS=serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller \
+    SCHEDULER=0 hack/apiserver/cluster.sh controllers "$cl"
   hack/apiserver/cluster.sh node "$cl" "$node" >/dev/null
   log "suite against $rt ($ep)"
   mkdir -p "$base/$rt"

@@ -38,6 +38,7 @@ nodeName: Node-A
 staticPodPath: /etc/wasmlet/manifests
 fileCheckFrequency: 5s
 pluginDir: /etc/wasmlet/plugins
+podObjectsDir: /etc/wasmlet/objects
 containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
 imageServiceEndpoint: unix:///run/images.sock
 runtimeRequestTimeout: 30s
@@ -92,7 +93,7 @@ nodeStatusReportFrequency: 1m
 		}, ""},
 		{"file", []string{"--config", full}, func(c agent.Config, lo logOptions) string {
 			want := agent.Config{NodeName: "node-a", StaticPodPath: "/etc/wasmlet/manifests", FileCheckFrequency: 5 * time.Second,
-				PluginDir: "/etc/wasmlet/plugins", RuntimeEndpoint: "unix:///run/containerd/containerd.sock", ImageEndpoint: "unix:///run/images.sock",
+				PodObjectsDir: "/etc/wasmlet/objects", VolumeResyncPeriod: d.VolumeResyncPeriod, PluginDir: "/etc/wasmlet/plugins", RuntimeEndpoint: "unix:///run/containerd/containerd.sock", ImageEndpoint: "unix:///run/images.sock",
 				RuntimeRequestTimeout: 30 * time.Second, RootDir: "/srv/wasmlet", PodLogsDir: "/srv/logs", SyncFrequency: 30 * time.Second,
 				HousekeepingInterval: 3 * time.Second, PLEGRelistPeriod: 500 * time.Millisecond, MaxPods: 50, Address: "0.0.0.0", ReadOnlyPort: 10256,
 				KubeConfig: "/etc/wasmlet/node.kubeconfig", KubeAPIQPS: d.KubeAPIQPS, KubeAPIBurst: d.KubeAPIBurst,

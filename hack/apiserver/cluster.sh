@@ -12,7 +12,9 @@
 #   cluster.sh node DIR NAME      DIR/node-NAME.kubeconfig (a node client certificate)
 #   cluster.sh controllers DIR    kube-controller-manager and kube-scheduler (the
 #                                 namespaces' ServiceAccounts and kube-root-ca.crt, CSR
-#                                 signing, node lifecycle; scheduling) for a full cluster
+#                                 signing, node lifecycle; scheduling) for a full cluster;
+#                                 KCM_CONTROLLERS (default '*') narrows the controllers,
+#                                 SCHEDULER=0 leaves the scheduler out
 #   cluster.sh stop-apiserver DIR / start-apiserver DIR   (restart the apiserver only)
 #   cluster.sh down DIR           stops everything (SIGTERM, then SIGKILL)
 #
@@ -153,20 +155,21 @@ AP
 start_controllers() {
 	local d=$1 kcm sched
 	kcm=$("$here/../kube/build.sh" kube-controller-manager)
-	sched=$("$here/../kube/build.sh" kube-scheduler)
 	"$kcm" --kubeconfig "$d/admin.kubeconfig" --authentication-kubeconfig "$d/admin.kubeconfig" \
 		--authorization-kubeconfig "$d/admin.kubeconfig" --bind-address 127.0.0.1 --secure-port "$kcm_port" \
 		--leader-elect=false --use-service-account-credentials=false \
 		--service-account-private-key-file "$d/pki/sa.key" --root-ca-file "$d/pki/ca.crt" \
 		--cluster-signing-cert-file "$d/pki/ca.crt" --cluster-signing-key-file "$d/pki/ca.key" \
-		--controllers '*' --service-cluster-ip-range 10.96.0.0/24 \
+		--controllers "${KCM_CONTROLLERS:-*}" --service-cluster-ip-range 10.96.0.0/24 \
 		>>"$d/kube-controller-manager.log" 2>&1 &
 	echo $! >"$d/kube-controller-manager.pid"
+	wait_http "https://127.0.0.1:$kcm_port/healthz" 300 -k || { log "kube-controller-manager not healthy:"; tail -n 20 "$d/kube-controller-manager.log" >&2; return 1; }
+	[[ ${SCHEDULER:-1} == 0 ]] && return 0
+	sched=$("$here/../kube/build.sh" kube-scheduler)
 	"$sched" --kubeconfig "$d/admin.kubeconfig" --authentication-kubeconfig "$d/admin.kubeconfig" \
 		--authorization-kubeconfig "$d/admin.kubeconfig" --bind-address 127.0.0.1 --secure-port "$sched_port" \
 		--leader-elect=false >>"$d/kube-scheduler.log" 2>&1 &
 	echo $! >"$d/kube-scheduler.pid"
-	wait_http "https://127.0.0.1:$kcm_port/healthz" 300 -k || { log "kube-controller-manager not healthy:"; tail -n 20 "$d/kube-controller-manager.log" >&2; return 1; }
 	wait_http "https://127.0.0.1:$sched_port/healthz" 300 -k || { log "kube-scheduler not healthy:"; tail -n 20 "$d/kube-scheduler.log" >&2; return 1; }
 }
 

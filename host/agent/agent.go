@@ -46,6 +46,7 @@ type Agent struct {
 	podConfig *config.PodConfig
 	cluster   *cluster.Cluster // nil when standalone
 	plugins   *plugins         // nil without a plugin directory
+	data      *podData
 	pods      *pod.Manager
 	statuses  *status.Manager
 	node      atomic.Pointer[v1.Node] // set by Run once the runtime answers
@@ -92,6 +93,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	sources = append(sources, a.plugins.sources()...)
 	a.podConfig = config.New(config.Config{Sources: sources, Logger: a.log.Named("config")})
+	if a.data, err = a.newPodData(a.node.Load); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	return a, nil
 }
 
@@ -205,6 +209,9 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer a.cluster.Stop()
 	}
 	a.plugins.start(spawn)
+	for _, run := range a.data.run {
+		spawn("pod data", run)
+	}
 	spawn("pleg", a.pleg.Run)
 	spawn("pod config", func(ctx context.Context) error { a.podConfig.Run(ctx); return nil })
 	defer workers.Stop()
@@ -231,7 +238,7 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 		rt, err := runtime.New(cctx, runtime.Config{
 			Endpoint: endpoint, ImageEndpoint: a.cfg.ImageEndpoint, Timeout: a.cfg.RuntimeRequestTimeout,
 			RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir, Logger: a.log.Named("runtime"),
-			Hooks: a.plugins.hooks(),
+			Hooks: a.plugins.hooks(), Volumes: a.data.volumes, Env: a.data.env,
 		})
 		cancel()
 		if err == nil {
@@ -267,11 +274,11 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, RelistPeriod: a.cfg.PLEGRelistPeriod, Logger: a.log.Named("pleg"), Registerer: a.reg}); err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)
 	}
-	records := podstate.New(podstate.Config{OnForget: []func(uid types.UID){a.statuses.RemovePod, a.rt.ForgetPod, a.pleg.Cache().Delete}})
+	records := podstate.New(podstate.Config{OnForget: []func(uid types.UID){a.statuses.RemovePod, a.rt.ForgetPod, a.pleg.Cache().Delete, a.data.volumes.Forget}})
 	backOff := runtime.NewBackOff()
 	syncer, err := podsync.New(podsync.Config{
 		Runtime: a.rt, Cache: a.pleg.Cache(), Statuses: a.statuses, Pods: a.pods, Records: records,
-		BackOff: backOff, HostIPs: hostIPs, Events: a.cluster, Terminated: a.cluster.Terminated, Registerer: a.reg,
+		BackOff: backOff, HostIPs: hostIPs, Volumes: a.data.volumes, Events: a.cluster, Terminated: a.cluster.Terminated, Registerer: a.reg,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)

@@ -24,6 +24,15 @@ type Config struct {
 	// FileCheckFrequency is how often the file source re-reads its directory
 	// besides watching it.
 	FileCheckFrequency time.Duration
+	// PodObjectsDir, on a standalone node, is a directory of ConfigMap and
+	// Secret manifests that static pods' volumes and env may reference
+	// (see host/internal/objects); ignored with KubeConfig, where they
+	// come from the API server.
+	PodObjectsDir string
+	// VolumeResyncPeriod is how often the API-data volumes (configMap,
+	// secret, downwardAPI, projected) of running pods are brought up to
+	// date and their tokens refreshed.
+	VolumeResyncPeriod time.Duration
 	// PluginDir is the directory of .wasm plugins; empty means no plugins.
 	PluginDir string
 	// RuntimeEndpoint is the CRI endpoint (e.g. unix:///run/containerd/containerd.sock);
@@ -81,6 +90,7 @@ func Defaults() Config {
 		SyncFrequency:         time.Minute,
 		HousekeepingInterval:  2 * time.Second,
 		PLEGRelistPeriod:      time.Second,
+		VolumeResyncPeriod:    10 * time.Second,
 		MaxPods:               110,
 		Address:               "127.0.0.1",
 		ReadOnlyPort:          10255,

@@ -99,7 +99,9 @@ func cluster(t testing.TB, cmd string) {
 	}
 }
 
-// newPod is a testbox pod bound to the node.
+// newPod is a testbox pod bound to the node, written as a user would:
+// the default ServiceAccount, so the API server adds the projected
+// kube-api-access volume.
 func newPod(name string, args ...string) *v1.Pod {
 	return &v1.Pod{
 		TypeMeta:   metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
@@ -108,7 +110,6 @@ func newPod(name string, args ...string) *v1.Pod {
 			NodeName:                      *nodeFlag,
 			RestartPolicy:                 v1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: ptr.To(int64(3)),
-			AutomountServiceAccountToken:  ptr.To(false),
 			Tolerations:                   []v1.Toleration{{Operator: v1.TolerationOpExists}},
 			Containers: []v1.Container{{
 				Name: "main", Image: flags.Image, ImagePullPolicy: v1.PullNever, Args: args,

@@ -14,6 +14,10 @@
 //	cat FILE             print FILE
 //	spin                 busy-loop forever
 //	oom MIB              allocate and touch MIB MiB, 1 MiB at a time
+//	watch EVERY FILE...  print "FILE=<content>" for each FILE every EVERY, forever
+//	whoami URL           ask the API server at URL who the pod's service-account
+//	                     token is (a SelfSubjectReview with the mounted token
+//	                     and CA) and print "user=<name>" (native build only)
 //
 // On SIGTERM (native build) it prints "testbox: terminated" and exits 0, so a
 // graceful kill is visible in the log.
@@ -140,6 +144,34 @@ func run(step []string) error {
 				fmt.Println(x)
 			}
 		}
+	case "watch":
+		if len(args) < 2 {
+			return fmt.Errorf("want EVERY FILE...")
+		}
+		every, err := time.ParseDuration(args[0])
+		if err != nil {
+			return err
+		}
+		for {
+			for _, f := range args[1:] {
+				b, err := os.ReadFile(f)
+				if err != nil {
+					fmt.Printf("%s: %v\n", f, err)
+					continue
+				}
+				fmt.Printf("%s=%s\n", f, strings.ReplaceAll(string(b), "\n", "\\n"))
+			}
+			time.Sleep(every)
+		}
+	case "whoami":
+		if len(args) != 1 {
+			return fmt.Errorf("want URL")
+		}
+		user, err := whoami(args[0])
+		if err != nil {
+			return err
+		}
+		fmt.Printf("user=%s\n", user)
 	case "oom":
 		if len(args) != 1 {
 			return fmt.Errorf("want MIB")

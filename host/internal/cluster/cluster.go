@@ -92,6 +92,15 @@ func New(cfg Config) (*Cluster, error) {
 	return &Cluster{cfg: cfg, client: client}, nil
 }
 
+// Client is the API client with the node's credentials; nil when
+// standalone.
+func (c *Cluster) Client() kubernetes.Interface {
+	if c == nil {
+		return nil
+	}
+	return c.client
+}
+
 // Source is the API server pod source: the pods bound to this node.
 func (c *Cluster) Source() config.Source {
 	return apiserver.New(apiserver.Config{Client: c.client, NodeName: c.cfg.NodeName, Logger: c.cfg.Logger.Named("api")})

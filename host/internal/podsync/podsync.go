@@ -58,6 +58,12 @@ type Pods interface {
 	PodByUID(uid types.UID) (*v1.Pod, bool)
 }
 
+// Volumes sets up a pod's volumes (volumes.Manager).
+type Volumes interface {
+	// Mount sets up every volume of the pod, or brings it up to date.
+	Mount(ctx context.Context, pod *v1.Pod) error
+}
+
 // Recorder records Kubernetes Events about pods.
 type Recorder interface {
 	// Event records an event of eventType about pod.
@@ -80,6 +86,9 @@ type Config struct {
 	BackOff *flowcontrol.Backoff
 	// HostIPs are the node's internal IPs, for the pod status.
 	HostIPs []string
+	// Volumes, when set, sets up a pod's volumes before its containers
+	// are made; a failure is a FailedMount event and a failed sync.
+	Volumes Volumes
 	// Events records the Killing and Started events.
 	Events Recorder
 	// Terminated, when set, is told of every pod a worker finished
@@ -151,6 +160,12 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 			return s.cfg.Runtime.KillPod(ctx, p, rs, nil)
 		}
 		return nil
+	}
+	if s.cfg.Volumes != nil {
+		if err := s.cfg.Volumes.Mount(ctx, p); err != nil {
+			s.cfg.Events.Event(p, v1.EventTypeWarning, "FailedMount", err.Error())
+			return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
 	}
 	res := s.cfg.Runtime.SyncPod(ctx, p, rs, s.cfg.BackOff)
 	if len(res.Steps) > 0 {

@@ -14,6 +14,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wasmlet/wasmlet/host/internal/podenv"
 )
 
 // logTailWindow is how much of the end of a log file logTail reads: far
@@ -133,41 +135,31 @@ func terminationLogFile(podDir, container string) (string, error) {
 	return path, os.Chmod(path, 0o666)
 }
 
-// volumeMounts turns the container's volume mounts into bind mounts:
-// emptyDir under <podDir>/volumes/kubernetes.io~empty-dir/<name>, hostPath
-// as given (created per its type).
-func volumeMounts(podDir string, pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mount, error) {
-	vols := map[string]*v1.Volume{}
-	for i := range pod.Spec.Volumes {
-		vols[pod.Spec.Volumes[i].Name] = &pod.Spec.Volumes[i]
-	}
+// volumeMounts turns the container's volume mounts into bind mounts of
+// the host paths the volume manager gives, with subPath (or subPathExpr,
+// expanded with the container's env) inside them. API-data volumes are
+// mounted read-only, as the kubelet mounts them.
+func (m *Manager) volumeMounts(pod *v1.Pod, c *v1.Container, env []podenv.EnvVar) ([]*runtimeapi.Mount, error) {
 	var mounts []*runtimeapi.Mount
 	for _, vm := range c.VolumeMounts {
-		v, ok := vols[vm.Name]
-		if !ok {
-			return nil, fmt.Errorf("container %s: volume %q not in pod spec", c.Name, vm.Name)
+		host, readOnly, err := m.cfg.Volumes.Path(pod, vm.Name)
+		if err != nil {
+			return nil, fmt.Errorf("container %s: %w", c.Name, err)
 		}
-		var host string
-		switch {
-		case v.EmptyDir != nil:
-			host = filepath.Join(podDir, "volumes", "kubernetes.io~empty-dir", v.Name)
-			if err := os.MkdirAll(host, 0o777); err != nil {
-				return nil, fmt.Errorf("container %s: volume %q: %w", c.Name, v.Name, err)
+		sub := vm.SubPath
+		if vm.SubPathExpr != "" {
+			if sub, err = podenv.SubPath(vm.SubPathExpr, env); err != nil {
+				return nil, fmt.Errorf("container %s: volume %q: subPathExpr: %w", c.Name, vm.Name, err)
 			}
-			os.Chmod(host, 0o777)
-		case v.HostPath != nil:
-			host = v.HostPath.Path
-			if err := ensureHostPath(v.HostPath); err != nil {
-				return nil, fmt.Errorf("container %s: volume %q: %w", c.Name, v.Name, err)
-			}
-		default:
-			return nil, fmt.Errorf("container %s: volume %q: only emptyDir and hostPath volumes are supported", c.Name, v.Name)
 		}
-		if vm.SubPath != "" {
-			if filepath.IsAbs(vm.SubPath) || slices.Contains(strings.Split(filepath.ToSlash(vm.SubPath), "/"), "..") {
-				return nil, fmt.Errorf("container %s: volume %q: subPath %q escapes the volume", c.Name, v.Name, vm.SubPath)
+		if sub != "" {
+			if filepath.IsAbs(sub) || slices.Contains(strings.Split(filepath.ToSlash(sub), "/"), "..") {
+				return nil, fmt.Errorf("container %s: volume %q: subPath %q escapes the volume", c.Name, vm.Name, sub)
 			}
-			host = filepath.Join(host, vm.SubPath)
+			host = filepath.Join(host, sub)
+			if err := subPathTarget(host); err != nil {
+				return nil, fmt.Errorf("container %s: volume %q: subPath %q: %w", c.Name, vm.Name, sub, err)
+			}
 		}
 		prop := runtimeapi.MountPropagation_PROPAGATION_PRIVATE
 		if vm.MountPropagation != nil {
@@ -178,45 +170,19 @@ func volumeMounts(podDir string, pod *v1.Pod, c *v1.Container) ([]*runtimeapi.Mo
 				prop = runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
 			}
 		}
-		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly, Propagation: prop})
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly || readOnly, Propagation: prop})
 	}
 	return mounts, nil
 }
 
-func ensureHostPath(hp *v1.HostPathVolumeSource) error {
-	t := v1.HostPathUnset
-	if hp.Type != nil {
-		t = *hp.Type
+// subPathTarget makes a missing subPath a directory (world-writable, as
+// the kubelet makes it) so the bind mount has a source.
+func subPathTarget(path string) error {
+	if _, err := os.Lstat(path); err == nil || !os.IsNotExist(err) {
+		return err
 	}
-	fi, err := os.Stat(hp.Path)
-	switch t {
-	case v1.HostPathDirectoryOrCreate:
-		if os.IsNotExist(err) {
-			return os.MkdirAll(hp.Path, 0o755)
-		}
-	case v1.HostPathFileOrCreate:
-		if os.IsNotExist(err) {
-			if err := os.MkdirAll(filepath.Dir(hp.Path), 0o755); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(hp.Path, os.O_CREATE, 0o644)
-			if err != nil {
-				return err
-			}
-			return f.Close()
-		}
-	case v1.HostPathDirectory:
-		if err != nil || !fi.IsDir() {
-			return fmt.Errorf("hostPath %s is not a directory", hp.Path)
-		}
-	case v1.HostPathFile:
-		if err != nil || !fi.Mode().IsRegular() {
-			return fmt.Errorf("hostPath %s is not a file", hp.Path)
-		}
-	case v1.HostPathSocket:
-		if err != nil || fi.Mode()&os.ModeSocket == 0 {
-			return fmt.Errorf("hostPath %s is not a socket", hp.Path)
-		}
+	if err := os.MkdirAll(path, 0o750); err != nil {
+		return err
 	}
-	return nil
+	return os.Chmod(path, 0o777)
 }

@@ -9,6 +9,8 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wasmlet/wasmlet/host/internal/volumes"
 )
 
 // GarbageCollect removes what the runtime and the disk hold for nothing,
@@ -95,6 +97,11 @@ func (m *Manager) removeOrphanDirs(keep func(types.UID) bool, inRuntime map[type
 	for _, e := range ents {
 		uid := types.UID(e.Name())
 		if !e.IsDir() || keep(uid) || inRuntime[uid] {
+			continue
+		}
+		// A pod's tmpfs volumes are unmounted before its directory goes.
+		if err := volumes.UnmountUnder(filepath.Join(m.cfg.RootDir, "pods", e.Name())); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		logs, _ := filepath.Glob(filepath.Join(m.cfg.PodLogsDir, "*_*_"+e.Name()))

@@ -1,14 +1,16 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wasmlet/wasmlet/host/internal/podenv"
 )
 
 func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
@@ -76,22 +78,27 @@ func int64Value(p *int64) *runtimeapi.Int64Value {
 }
 
 // containerConfig is the CRI container config of one container instance.
-func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int, imageRef string, podIPs []string, adj *Adjustment) (*runtimeapi.ContainerConfig, error) {
-	mounts, err := m.containerFiles(pod, c, podIPs)
+func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, imageRef string, podIPs []string, adj *Adjustment) (*runtimeapi.ContainerConfig, error) {
+	env, err := m.cfg.Env.Env(ctx, pod, c, podIPs)
 	if err != nil {
 		return nil, err
 	}
-	env, err := envVars(pod, c, podIPs)
+	mounts, err := m.containerFiles(pod, c, podIPs, env)
 	if err != nil {
 		return nil, err
 	}
+	envs := make([]*runtimeapi.KeyValue, 0, len(env))
+	for _, e := range env {
+		envs = append(envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+	}
+	command, args := podenv.CommandAndArgs(c, env)
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
-		Command:     c.Command,
-		Args:        c.Args,
+		Command:     command,
+		Args:        args,
 		WorkingDir:  c.WorkingDir,
-		Envs:        env,
+		Envs:        envs,
 		Mounts:      mounts,
 		Labels:      containerLabels(pod, c),
 		Annotations: containerAnnotations(pod, c, restartCount),
@@ -120,14 +127,14 @@ func (m *Manager) containerConfig(pod *v1.Pod, c *v1.Container, restartCount int
 
 // containerFiles makes the container's log directory, volumes, /etc/hosts
 // and termination-log files and returns its mounts.
-func (m *Manager) containerFiles(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.Mount, error) {
+func (m *Manager) containerFiles(pod *v1.Pod, c *v1.Container, podIPs []string, env []podenv.EnvVar) ([]*runtimeapi.Mount, error) {
 	defer m.fsLock()()
 	podDir := m.PodDir(pod.UID)
 	logDir := filepath.Join(m.PodLogDir(pod.Namespace, pod.Name, pod.UID), c.Name)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("container %s: log directory: %w", c.Name, err)
 	}
-	mounts, err := volumeMounts(podDir, pod, c)
+	mounts, err := m.volumeMounts(pod, c, env)
 	if err != nil {
 		return nil, err
 	}
@@ -165,77 +172,6 @@ func setEnv(env []*runtimeapi.KeyValue, k, v string) []*runtimeapi.KeyValue {
 		}
 	}
 	return append(env, &runtimeapi.KeyValue{Key: k, Value: []byte(v)})
-}
-
-// envVars resolves the container's env: values, $(VAR) references to
-// earlier variables, and the downward-API fields a static pod can know.
-func envVars(pod *v1.Pod, c *v1.Container, podIPs []string) ([]*runtimeapi.KeyValue, error) {
-	var env []*runtimeapi.KeyValue
-	vals := map[string]string{}
-	for _, e := range c.Env {
-		v := e.Value
-		switch {
-		case e.ValueFrom == nil:
-			v = expand(v, vals)
-		case e.ValueFrom.FieldRef != nil:
-			switch e.ValueFrom.FieldRef.FieldPath {
-			case "metadata.name":
-				v = pod.Name
-			case "metadata.namespace":
-				v = pod.Namespace
-			case "metadata.uid":
-				v = string(pod.UID)
-			case "spec.nodeName":
-				v = pod.Spec.NodeName
-			case "spec.serviceAccountName":
-				v = pod.Spec.ServiceAccountName
-			case "status.podIP":
-				if len(podIPs) > 0 {
-					v = podIPs[0]
-				}
-			default:
-				return nil, fmt.Errorf("container %s: env %s: fieldRef %q is not supported", c.Name, e.Name, e.ValueFrom.FieldRef.FieldPath)
-			}
-		default:
-			return nil, fmt.Errorf("container %s: env %s: only value and fieldRef are supported", c.Name, e.Name)
-		}
-		vals[e.Name] = v
-		env = setEnv(env, e.Name, v)
-	}
-	return env, nil
-}
-
-// expand replaces $(NAME) by an earlier variable's value, as Kubernetes
-// does; $$ is a literal $, and unknown references stay as they are.
-func expand(s string, vals map[string]string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' || i+1 >= len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		switch s[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(s[i+2:], ')')
-			if end < 0 {
-				b.WriteString(s[i:])
-				return b.String()
-			}
-			name := s[i+2 : i+2+end]
-			if v, ok := vals[name]; ok {
-				b.WriteString(v)
-			} else {
-				b.WriteString(s[i : i+3+end])
-			}
-			i += 2 + end
-		default:
-			b.WriteByte('$')
-		}
-	}
-	return b.String()
 }
 
 // resources maps requests and limits to Linux resources as the kubelet

@@ -18,6 +18,10 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	criclient "k8s.io/cri-client/pkg"
+
+	"github.com/wasmlet/wasmlet/host/internal/objects"
+	"github.com/wasmlet/wasmlet/host/internal/podenv"
+	"github.com/wasmlet/wasmlet/host/internal/volumes"
 )
 
 // Hooks is called at pod and container lifecycle points; Wasm hook plugins
@@ -73,6 +77,20 @@ type EnvVar struct {
 	Value string
 }
 
+// Volumes gives the host path behind a pod's volume (volumes.Manager).
+type Volumes interface {
+	// Path is the host path of the pod's volume name and whether the
+	// kubelet mounts that kind of volume read-only.
+	Path(pod *v1.Pod, name string) (path string, readOnly bool, err error)
+}
+
+// Env resolves a container's environment (podenv.Resolver).
+type Env interface {
+	// Env is the container's environment, in order; podIPs are its
+	// sandbox's IPs.
+	Env(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]podenv.EnvVar, error)
+}
+
 // Config configures a Manager.
 type Config struct {
 	// Endpoint is the CRI runtime endpoint, e.g. unix:///run/containerd/containerd.sock.
@@ -88,6 +106,14 @@ type Config struct {
 	PodLogsDir string
 	// RuntimeHandler is passed to RunPodSandbox ("" is the default handler).
 	RuntimeHandler string
+	// Volumes gives the host path behind each pod volume; the volume
+	// manager has set them up before SyncPod. Nil means a volume manager
+	// with no API server (emptyDir and hostPath work, the API-data
+	// volumes fail with a clear error).
+	Volumes Volumes
+	// Env resolves a container's environment; nil means a resolver with
+	// no API server.
+	Env Env
 	// Hooks, when not nil, is called at lifecycle points.
 	Hooks Hooks
 	// Logger receives structured logs; nil means no logs.
@@ -144,6 +170,17 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	}
 	if cfg.RootDir == "" || cfg.PodLogsDir == "" {
 		return nil, errors.New("runtime: RootDir and PodLogsDir are required")
+	}
+	if cfg.Env == nil {
+		cfg.Env = podenv.New(podenv.Config{})
+	}
+	if cfg.Volumes == nil {
+		standalone := objects.NewLocal("", cfg.Logger)
+		vm, err := volumes.New(volumes.Config{RootDir: cfg.RootDir, Objects: standalone, Tokens: standalone, Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("runtime: %w", err)
+		}
+		cfg.Volumes = vm
 	}
 	rs, err := criclient.NewRemoteRuntimeServiceBuilder().WithEndpoint(cfg.Endpoint).
 		WithConnectionTimeout(cfg.Timeout).WithTracerProvider(nil).WithUseStreaming(false).Build(ctx)

@@ -297,15 +297,6 @@ func TestManager_GarbageCollect(t *testing.T) {
 	}
 }
 
-func TestExpand(t *testing.T) {
-	vals := map[string]string{"A": "x"}
-	for in, want := range map[string]string{"$(A)/b": "x/b", "$$(A)": "$(A)", "$(B)": "$(B)", "a$": "a$", "$(A": "$(A"} {
-		if got := expand(in, vals); got != want {
-			t.Errorf("expand(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestPullPolicy(t *testing.T) {
 	for img, want := range map[string]v1.PullPolicy{"busybox": v1.PullAlways, "busybox:latest": v1.PullAlways, "busybox:1.0": v1.PullIfNotPresent, "localhost:5000/busybox": v1.PullAlways, "b@sha256:00": v1.PullIfNotPresent} {
 		if got := pullPolicy(&v1.Container{Image: img}); got != want {

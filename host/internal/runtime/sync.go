@@ -196,7 +196,7 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig
 			return ErrPreCreateHook, err.Error()
 		}
 	}
-	cfg, err := m.containerConfig(pod, c, restartCount, imageRef, podIPs, adj)
+	cfg, err := m.containerConfig(ctx, pod, c, restartCount, imageRef, podIPs, adj)
 	if err != nil {
 		return ErrCreateContainerConfig, err.Error()
 	}
