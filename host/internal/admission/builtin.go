@@ -24,11 +24,11 @@ const (
 	reasonBadRequest = "InvalidResources"
 )
 
-// Builtins returns the built-in admitters in the kubelet's order: max pods,
-// resource fit, host ports. maxPods <= 0 takes the limit from the node's
-// allocatable "pods".
+// Builtins returns the built-in admitters in the kubelet's order: the
+// pod's OS, max pods, resource fit, host ports. maxPods <= 0 takes the
+// limit from the node's allocatable "pods".
 func Builtins(maxPods int) []Admitter {
-	return []Admitter{MaxPods(maxPods), ResourceFit(), HostPorts()}
+	return []Admitter{PodOS(), MaxPods(maxPods), ResourceFit(), HostPorts()}
 }
 
 // MaxPods rejects a pod when the node already runs limit pods (reason

@@ -1,0 +1,59 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// LogFile is the CRI log file of the pod's container: its newest
+// instance, or with previous the one before it, as `kubectl logs
+// [--previous]` reads them. running tells whether that instance still
+// runs (a follow ends when it stops); it asks the runtime each time.
+func (m *Manager) LogFile(ctx context.Context, pod *v1.Pod, container string, previous bool) (path string, running func() bool, err error) {
+	st, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return "", nil, err
+	}
+	var instances []*ContainerStatus
+	for _, c := range st.Containers {
+		if c.Name == container {
+			instances = append(instances, c)
+		}
+	}
+	idx := 0
+	if previous {
+		idx = 1
+	}
+	if len(instances) <= idx {
+		if previous {
+			return "", nil, fmt.Errorf("previous terminated container %q in pod %q not found", container, pod.Name)
+		}
+		if reason, msg, ok := m.WaitingReason(pod.UID, container); ok {
+			return "", nil, fmt.Errorf("container %q in pod %q is waiting to start: %s: %s", container, pod.Name, reason, msg)
+		}
+		return "", nil, fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", container, pod.Name)
+	}
+	c := instances[idx]
+	path = filepath.Join(m.PodLogDir(pod.Namespace, pod.Name, pod.UID), container, strconv.Itoa(c.RestartCount)+".log")
+	id := c.ID
+	running = func() bool {
+		if c.State != StateRunning {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := m.rs.ContainerStatus(ctx, id, false)
+		if err != nil {
+			// Unknown: keep following; the client's context ends it.
+			return true
+		}
+		return resp.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING
+	}
+	return path, running, nil
+}
