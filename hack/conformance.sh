@@ -149,7 +149,8 @@ run_node() {
 	case $node in
 	wasmlet)
 		"$repo/bin/wasmlet" run --node-name "$nodename" --kubeconfig "$kc" --container-runtime-endpoint "$ep" \
-			--root-dir "$d/root" --pod-logs-dir "$d/logs" --read-only-port 10255 >"$d/node.log" 2>&1 &
+			--root-dir "$d/root" --pod-logs-dir "$d/logs" --read-only-port 10255 \
+			--port 10250 --client-ca-file "$d/cp/pki/ca.crt" >"$d/node.log" 2>&1 &
 		;;
 	kubelet)
 		cat >"$d/kubelet.yaml" <<KC

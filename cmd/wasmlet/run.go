@@ -62,6 +62,13 @@ type fileConfig struct {
 	LogJSON                  *bool            `json:"logJSON,omitempty"`
 
 	KubeConfig                *string          `json:"kubeconfig,omitempty"`
+	SecureAddress             *string          `json:"secureAddress,omitempty"`
+	Port                      *int             `json:"port,omitempty"`
+	TLSCertFile               *string          `json:"tlsCertFile,omitempty"`
+	TLSPrivateKeyFile         *string          `json:"tlsPrivateKeyFile,omitempty"`
+	ClientCAFile              *string          `json:"clientCAFile,omitempty"`
+	AnonymousAuth             *bool            `json:"anonymousAuth,omitempty"`
+	AuthorizationMode         *string          `json:"authorizationMode,omitempty"`
 	NodeStatusUpdateFrequency *metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
 	NodeStatusReportFrequency *metav1.Duration `json:"nodeStatusReportFrequency,omitempty"`
 }
@@ -94,6 +101,13 @@ func runFlags(c *agent.Config, lo *logOptions, configFile *string) *flag.FlagSet
 	fs.StringVar(&c.Address, "address", c.Address, "listen address of the read-only server")
 	fs.IntVar(&c.ReadOnlyPort, "read-only-port", c.ReadOnlyPort, "port of the read-only server (/healthz, /pods, /metrics); 0 disables it")
 	fs.StringVar(&c.KubeConfig, "kubeconfig", c.KubeConfig, "kubeconfig with this node's credentials: join the cluster (API pod source, Node + Lease, pod status, mirror pods, events); empty runs standalone")
+	fs.StringVar(&c.SecureAddress, "secure-address", c.SecureAddress, "listen address of the kubelet API (default: all addresses)")
+	fs.IntVar(&c.Port, "port", c.Port, "port of the kubelet API (TLS: /containerLogs, /healthz), served with --kubeconfig or --client-ca-file; 0 disables it")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "the kubelet API's serving certificate (default: self-signed under <root-dir>/pki)")
+	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "the key of --tls-cert-file")
+	fs.StringVar(&c.ClientCAFile, "client-ca-file", c.ClientCAFile, "CA bundle that authenticates the kubelet API's clients by x509 certificate")
+	fs.BoolVar(&c.AnonymousAuth, "anonymous-auth", c.AnonymousAuth, "let unauthenticated kubelet API requests through as system:anonymous")
+	fs.StringVar(&c.AuthorizationMode, "authorization-mode", c.AuthorizationMode, "kubelet API authorization: Webhook (SubjectAccessReview; default with --kubeconfig) or AlwaysAllow (default standalone)")
 	fs.DurationVar(&c.NodeStatusUpdateFrequency, "node-status-update-frequency", c.NodeStatusUpdateFrequency, "period of the node status computation (posted when changed); with --kubeconfig")
 	fs.DurationVar(&c.NodeStatusReportFrequency, "node-status-report-frequency", c.NodeStatusReportFrequency, "period at which an unchanged node status is posted anyway; with --kubeconfig")
 	fs.StringVar(&lo.Level, "log-level", lo.Level, "log level: trace, debug, info, warn, error")
@@ -170,6 +184,17 @@ func applyConfigFile(path string, cfg *agent.Config, lo *logOptions) error {
 	setString(&cfg.Address, f.Address)
 	setString(&lo.Level, f.LogLevel)
 	setString(&cfg.KubeConfig, f.KubeConfig)
+	setString(&cfg.SecureAddress, f.SecureAddress)
+	setString(&cfg.TLSCertFile, f.TLSCertFile)
+	setString(&cfg.TLSPrivateKeyFile, f.TLSPrivateKeyFile)
+	setString(&cfg.ClientCAFile, f.ClientCAFile)
+	setString(&cfg.AuthorizationMode, f.AuthorizationMode)
+	if f.Port != nil {
+		cfg.Port = *f.Port
+	}
+	if f.AnonymousAuth != nil {
+		cfg.AnonymousAuth = *f.AnonymousAuth
+	}
 	setDuration(&cfg.NodeStatusUpdateFrequency, f.NodeStatusUpdateFrequency)
 	setDuration(&cfg.NodeStatusReportFrequency, f.NodeStatusReportFrequency)
 	setDuration(&cfg.FileCheckFrequency, f.FileCheckFrequency)
@@ -219,6 +244,17 @@ func validateRunConfig(c agent.Config, lo logOptions) error {
 	}
 	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {
 		errs = append(errs, fmt.Errorf("read-only-port %d is not a port", c.ReadOnlyPort))
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("port %d is not a port", c.Port))
+	}
+	switch c.AuthorizationMode {
+	case "", "Webhook", "AlwaysAllow":
+	default:
+		errs = append(errs, fmt.Errorf("authorization-mode %q is not Webhook or AlwaysAllow", c.AuthorizationMode))
+	}
+	if (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == "") {
+		errs = append(errs, errors.New("tls-cert-file and tls-private-key-file go together"))
 	}
 	if hclog.LevelFromString(lo.Level) == hclog.NoLevel {
 		errs = append(errs, fmt.Errorf("log-level %q is not one of trace, debug, info, warn, error", lo.Level))

@@ -39,6 +39,9 @@ staticPodPath: /etc/wasmlet/manifests
 fileCheckFrequency: 5s
 pluginDir: /etc/wasmlet/plugins
 podObjectsDir: /etc/wasmlet/objects
+port: 10251
+clientCAFile: /etc/wasmlet/ca.crt
+authorizationMode: Webhook
 containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
 imageServiceEndpoint: unix:///run/images.sock
 runtimeRequestTimeout: 30s
@@ -93,7 +96,8 @@ nodeStatusReportFrequency: 1m
 		}, ""},
 		{"file", []string{"--config", full}, func(c agent.Config, lo logOptions) string {
 			want := agent.Config{NodeName: "node-a", StaticPodPath: "/etc/wasmlet/manifests", FileCheckFrequency: 5 * time.Second,
-				PodObjectsDir: "/etc/wasmlet/objects", VolumeResyncPeriod: d.VolumeResyncPeriod, PluginDir: "/etc/wasmlet/plugins", RuntimeEndpoint: "unix:///run/containerd/containerd.sock", ImageEndpoint: "unix:///run/images.sock",
+				PodObjectsDir: "/etc/wasmlet/objects", VolumeResyncPeriod: d.VolumeResyncPeriod,
+				Port: 10251, ClientCAFile: "/etc/wasmlet/ca.crt", AuthorizationMode: "Webhook", PluginDir: "/etc/wasmlet/plugins", RuntimeEndpoint: "unix:///run/containerd/containerd.sock", ImageEndpoint: "unix:///run/images.sock",
 				RuntimeRequestTimeout: 30 * time.Second, RootDir: "/srv/wasmlet", PodLogsDir: "/srv/logs", SyncFrequency: 30 * time.Second,
 				HousekeepingInterval: 3 * time.Second, PLEGRelistPeriod: 500 * time.Millisecond, MaxPods: 50, Address: "0.0.0.0", ReadOnlyPort: 10256,
 				KubeConfig: "/etc/wasmlet/node.kubeconfig", KubeAPIQPS: d.KubeAPIQPS, KubeAPIBurst: d.KubeAPIBurst,
@@ -123,6 +127,8 @@ nodeStatusReportFrequency: 1m
 		{"negative duration", []string{"--sync-frequency=-1s"}, nil, "sync-frequency must be positive"},
 		{"bad port", []string{"--read-only-port=70000"}, nil, "not a port"},
 		{"bad level", []string{"--log-level=loud"}, nil, "log-level"},
+		{"bad authorization mode", []string{"--authorization-mode=RBAC"}, nil, "authorization-mode"},
+		{"key without certificate", []string{"--tls-private-key-file=/k"}, nil, "go together"},
 		{"stray argument", []string{"extra"}, nil, "unexpected arguments"},
 	}
 	for _, tt := range tests {

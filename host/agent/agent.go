@@ -199,6 +199,15 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		spawn("read-only server", srv.Run)
 	}
+	if a.servesKubeletAPI() {
+		api, err := a.newKubeletAPI(a.node.Load())
+		if err != nil {
+			return err
+		}
+		spawn("kubelet API", api.Run)
+	} else if a.cfg.Port > 0 {
+		a.log.Info("kubelet API not served: standalone with no --client-ca-file, so no client could be authenticated", "port", a.cfg.Port)
+	}
 	if a.cluster != nil {
 		a.cluster.Start(cluster.StartConfig{
 			Node: a.node.Load(), Ready: a.nodeReady, Pods: a.pods, Statuses: a.statuses,
@@ -260,7 +269,11 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 // the PLEG, the per-pod records, the pod workers and what they run
 // (podsync), housekeeping, admission and the sync loop.
 func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
-	n, err := node.New(node.Config{Name: a.cfg.NodeName, MaxPods: a.cfg.MaxPods, RootDir: a.cfg.RootDir, AgentVersion: Version, RuntimeVersion: a.rt.Name() + "://" + a.rt.Version()})
+	var port int32
+	if a.servesKubeletAPI() {
+		port = int32(a.cfg.Port)
+	}
+	n, err := node.New(node.Config{Name: a.cfg.NodeName, MaxPods: a.cfg.MaxPods, RootDir: a.cfg.RootDir, AgentVersion: Version, RuntimeVersion: a.rt.Name() + "://" + a.rt.Version(), KubeletPort: port})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: node: %w", err)
 	}

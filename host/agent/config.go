@@ -60,6 +60,24 @@ type Config struct {
 	Address string
 	// ReadOnlyPort serves /healthz, /pods, /metrics (and /plugins); 0 disables it.
 	ReadOnlyPort int
+	// SecureAddress is the kubelet API's listen address (all, by default).
+	SecureAddress string
+	// Port is the kubelet API's port (TLS: /containerLogs, /healthz);
+	// 0 disables it. It is served when clients can be authenticated: with
+	// KubeConfig (TokenReview) or a ClientCAFile.
+	Port int
+	// TLSCertFile and TLSPrivateKeyFile are the kubelet API's serving
+	// certificate; empty means a self-signed one under <RootDir>/pki.
+	TLSCertFile, TLSPrivateKeyFile string
+	// ClientCAFile authenticates the kubelet API's clients by x509
+	// certificate (the API server's kubelet client certificate).
+	ClientCAFile string
+	// AnonymousAuth lets unauthenticated requests through as
+	// system:anonymous (off, as the kubelet's recommended configuration).
+	AnonymousAuth bool
+	// AuthorizationMode is "Webhook" (SubjectAccessReview, the default
+	// with KubeConfig) or "AlwaysAllow" (the default standalone).
+	AuthorizationMode string
 	// KubeConfig is a kubeconfig file with the node's credentials: with it
 	// the agent joins the cluster (API pod source, Node and Lease, pod status,
 	// mirror pods, events); empty runs standalone.
@@ -94,6 +112,7 @@ func Defaults() Config {
 		MaxPods:               110,
 		Address:               "127.0.0.1",
 		ReadOnlyPort:          10255,
+		Port:                  10250,
 
 		KubeAPIQPS:                50,
 		KubeAPIBurst:              100,

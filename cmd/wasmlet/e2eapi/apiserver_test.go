@@ -40,6 +40,7 @@ func TestAPIServer(t *testing.T) {
 		{"ConfigMapAndSecret", testConfigMapAndSecret},
 		{"ProjectedVolume", testProjected},
 		{"MissingKeys", testMissingKeys},
+		{"ContainerLogs", testContainerLogs},
 		{"APIServerRestart", testAPIServerRestart},
 		{"AgentRestart", testAgentRestart},
 		{"Figures", testFigures},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,12 +56,17 @@ func TestMain(m *testing.M) {
 
 // agent is one `wasmlet run` (harness.Agent) joined to the cluster with the
 // node's certificate.
-type agent struct{ *harness.Agent }
+// Its kubelet API listens on a free port (the node advertises it), with
+// the cluster's CA for the API server's client certificate.
+type agent struct {
+	*harness.Agent
+	apiPort int
+}
 
 func newAgent(t testing.TB) *agent {
-	return &agent{harness.NewAgent(t, harness.AgentConfig{
+	return &agent{Agent: harness.NewAgent(t, harness.AgentConfig{
 		Name: "wasmlet", Dir: filepath.Join(flags.Base, "agent"), Binary: flags.Wasmlet, Suite: "e2eapi",
-	})}
+	}), apiPort: harness.FreePort(t)}
 }
 
 // start runs the agent with the node's kubeconfig against the runtime under
@@ -69,6 +75,7 @@ func (a *agent) start(t testing.TB) {
 	t.Helper()
 	a.Start(t, "--node-name", *nodeFlag,
 		"--kubeconfig", filepath.Join(*clusterFlag, "node-"+*nodeFlag+".kubeconfig"),
+		"--port", strconv.Itoa(a.apiPort), "--client-ca-file", filepath.Join(*clusterFlag, "pki", "ca.crt"),
 		"--container-runtime-endpoint", flags.Endpoint, "--log-level", "debug")
 }
 

@@ -36,6 +36,9 @@ type Config struct {
 	// RuntimeVersion is reported as nodeInfo.containerRuntimeVersion
 	// (e.g. "containerd://1.6.20").
 	RuntimeVersion string
+	// KubeletPort is the port of the node's kubelet API, advertised in
+	// status.daemonEndpoints; 0 advertises none.
+	KubeletPort int32
 	// ProcRoot is where proc and sys are read from; empty means "/". Tests
 	// point it at a fake tree.
 	ProcRoot string
@@ -98,6 +101,9 @@ func New(cfg Config) (*v1.Node, error) {
 			Capacity:    capacity,
 			Allocatable: allocatable,
 			Addresses:   addresses(host),
+			DaemonEndpoints: v1.NodeDaemonEndpoints{
+				KubeletEndpoint: v1.DaemonEndpoint{Port: cfg.KubeletPort},
+			},
 			NodeInfo: v1.NodeSystemInfo{
 				MachineID:               readTrim(cfg.ProcRoot + "/etc/machine-id"),
 				SystemUUID:              readTrim(cfg.ProcRoot + "/sys/class/dmi/id/product_uuid"),
