@@ -17,7 +17,9 @@
 # (hack/lib/e2e.sh).
 #
 # Environment: E2E_RUNTIMES (default "embedded containerd"), E2E_RUN (a -run
-# pattern), E2E_TIMEOUT (default 20m), KEEP_BASE=1 keeps logs.
+# pattern), E2E_TIMEOUT (default 20m), KEEP_BASE=1 keeps logs; the control
+# plane's ports (APISERVER_PORT 27443, ETCD_PORT 24790, ETCD_PEER_PORT 24800,
+# KCM_PORT 27257, SCHEDULER_PORT 27259; cluster.sh's defaults stay free).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -26,6 +28,10 @@ runtimes=${E2E_RUNTIMES:-embedded containerd}
 node=wasmlet-e2e
 log() { printf 'e2e-apiserver: %s %s\n' "$(date +%T)" "$*" >&2; }
 E2E_BASE_PREFIX=wla
+# Ports of their own, so the suite can run while `make conformance` (which
+# takes cluster.sh's defaults) holds the others.
+export APISERVER_PORT=${APISERVER_PORT:-27443} ETCD_PORT=${ETCD_PORT:-24790} ETCD_PEER_PORT=${ETCD_PEER_PORT:-24800} \
+  KCM_PORT=${KCM_PORT:-27257} SCHEDULER_PORT=${SCHEDULER_PORT:-27259}
 . hack/lib/e2e.sh
 # The control planes suite() started, stopped by the shared trap.
 e2e_cleanup_more() {
