@@ -24,6 +24,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/pod"
 	"github.com/wasmlet/wasmlet/host/internal/podstate"
 	"github.com/wasmlet/wasmlet/host/internal/podsync"
+	"github.com/wasmlet/wasmlet/host/internal/prober"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/host/internal/server"
 	"github.com/wasmlet/wasmlet/host/internal/status"
@@ -52,9 +53,10 @@ type Agent struct {
 	node      atomic.Pointer[v1.Node] // set by Run once the runtime answers
 
 	// Built by Run once the runtime answers.
-	rt   *runtime.Manager
-	pleg *pleg.PLEG
-	loop *syncloop.Loop
+	rt     *runtime.Manager
+	pleg   *pleg.PLEG
+	probes *prober.Manager
+	loop   *syncloop.Loop
 }
 
 // New checks cfg, fills in defaults and builds the agent's parts that need
@@ -224,6 +226,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	spawn("pleg", a.pleg.Run)
 	spawn("pod config", func(ctx context.Context) error { a.podConfig.Run(ctx); return nil })
 	defer workers.Stop()
+	defer a.probes.Stop()
 
 	a.log.Info("agent started", "node", a.cfg.NodeName, "runtime", a.rt.Name()+" "+a.rt.Version(), "endpoint", endpoint, "static_pod_path", a.cfg.StaticPodPath)
 	loopErr := make(chan error, 1)
@@ -287,11 +290,25 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, RelistPeriod: a.cfg.PLEGRelistPeriod, Logger: a.log.Named("pleg"), Registerer: a.reg}); err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)
 	}
-	records := podstate.New(podstate.Config{OnForget: []func(uid types.UID){a.statuses.RemovePod, a.rt.ForgetPod, a.pleg.Cache().Delete, a.data.volumes.Forget}})
+	probeResults := make(chan types.UID, 1024)
+	probes, err := prober.New(prober.Config{
+		Runtime: a.rt, Statuses: a.statuses, Events: a.cluster, Registerer: a.reg, Logger: a.log.Named("prober"),
+		Changed: func(uid types.UID) {
+			select { // never block a probe worker; the periodic sync catches up
+			case probeResults <- uid:
+			default:
+			}
+		},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: %w", err)
+	}
+	a.probes = probes
+	records := podstate.New(podstate.Config{OnForget: []func(uid types.UID){a.statuses.RemovePod, a.rt.ForgetPod, a.pleg.Cache().Delete, a.data.volumes.Forget, probes.RemovePod}})
 	backOff := runtime.NewBackOff()
 	syncer, err := podsync.New(podsync.Config{
 		Runtime: a.rt, Cache: a.pleg.Cache(), Statuses: a.statuses, Pods: a.pods, Records: records,
-		BackOff: backOff, HostIPs: hostIPs, Volumes: a.data.volumes, Events: a.cluster, Terminated: a.cluster.Terminated, Registerer: a.reg,
+		BackOff: backOff, HostIPs: hostIPs, Volumes: a.data.volumes, Probes: probes, Events: a.cluster, Terminated: a.cluster.Terminated, Registerer: a.reg,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)
@@ -309,7 +326,7 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 		return nil, nil, fmt.Errorf("agent: %w", err)
 	}
 	a.loop, err = syncloop.New(syncloop.Config{
-		Updates: a.podConfig.Updates(), Events: a.pleg.Events(), SeenAllSources: a.podConfig.SeenAllSources,
+		Updates: a.podConfig.Updates(), Events: a.pleg.Events(), ProbeResults: probeResults, SeenAllSources: a.podConfig.SeenAllSources,
 		Pods: a.pods, Records: records, Statuses: a.statuses, Admit: admit, Node: a.node.Load,
 		InitialStatus: syncer.InitialStatus, Workers: workers, Housekeeping: cleaner.Start,
 		Recorder: a.cluster, Cluster: a.cluster,

@@ -64,6 +64,15 @@ type Volumes interface {
 	Mount(ctx context.Context, pod *v1.Pod) error
 }
 
+// Probes runs the containers' probes (prober.Manager).
+type Probes interface {
+	status.Probes
+	// UpdatePod starts the workers of the pod's probes.
+	UpdatePod(pod *v1.Pod)
+	// RemovePod stops them.
+	RemovePod(uid types.UID)
+}
+
 // Recorder records Kubernetes Events about pods.
 type Recorder interface {
 	// Event records an event of eventType about pod.
@@ -89,6 +98,9 @@ type Config struct {
 	// Volumes, when set, sets up a pod's volumes before its containers
 	// are made; a failure is a FailedMount event and a failed sync.
 	Volumes Volumes
+	// Probes, when set, probes the pod's containers while it runs; its
+	// results make the containers' Started and Ready.
+	Probes Probes
 	// Events records the Killing and Started events.
 	Events Recorder
 	// Terminated, when set, is told of every pod a worker finished
@@ -168,6 +180,9 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 		}
 	}
 	res := s.cfg.Runtime.SyncPod(ctx, p, rs, s.cfg.BackOff)
+	if s.cfg.Probes != nil {
+		s.cfg.Probes.UpdatePod(p)
+	}
 	if len(res.Steps) > 0 {
 		// Read the pod back at once, so its status shows what was just done
 		// without waiting for the next relist.
@@ -210,6 +225,9 @@ func (s *Syncer) terminate(ctx context.Context, p *v1.Pod, grace time.Duration) 
 	if rs.Running() {
 		s.cfg.Events.Event(p, v1.EventTypeNormal, "Killing", fmt.Sprintf("stopping the pod's containers with a %v grace period", grace))
 	}
+	if s.cfg.Probes != nil {
+		s.cfg.Probes.RemovePod(p.UID)
+	}
 	var override *int64
 	if grace != worker.GracePeriod(p, nil) {
 		sec := int64(grace / time.Second)
@@ -250,7 +268,11 @@ func (s *Syncer) readBack(ctx context.Context, p *v1.Pod) (*runtime.PodStatus, b
 }
 
 func (s *Syncer) generate(p *v1.Pod, rs *runtime.PodStatus, prev *v1.PodStatus) v1.PodStatus {
-	return status.Generate(status.Input{Pod: p, Runtime: rs, Previous: prev, RuntimeName: s.cfg.Runtime.Name(), HostIPs: s.cfg.HostIPs, Waiting: s.cfg.Runtime.WaitingReason})
+	in := status.Input{Pod: p, Runtime: rs, Previous: prev, RuntimeName: s.cfg.Runtime.Name(), HostIPs: s.cfg.HostIPs, Waiting: s.cfg.Runtime.WaitingReason}
+	if s.cfg.Probes != nil {
+		in.Probes = s.cfg.Probes
+	}
+	return status.Generate(in)
 }
 
 // previous is the pod's last generated status, nil when it has none.

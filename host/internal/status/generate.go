@@ -32,8 +32,21 @@ type Input struct {
 	// Waiting returns the reason of a container's last failed start
 	// (CrashLoopBackOff, ErrImagePull …); nil means none.
 	Waiting func(uid types.UID, container string) (reason, message string, ok bool)
+	// Probes, when set, gives the startup and readiness probe results of
+	// running containers; nil means every running container is started
+	// and ready.
+	Probes Probes
 	// Now is the time of the status; zero means time.Now().
 	Now time.Time
+}
+
+// Probes gives probe results (prober.Manager).
+type Probes interface {
+	// Started reports whether the container instance passed its startup
+	// probe (true without one).
+	Started(c *v1.Container, containerID string) bool
+	// Ready reports whether it is started and passes its readiness probe.
+	Ready(c *v1.Container, containerID string) bool
 }
 
 // Generate returns the pod's v1.PodStatus.
@@ -137,9 +150,12 @@ func containerStatuses(in Input, rs *runtime.PodStatus, specs []v1.Container, pr
 			cs.RestartCount = int32(cur.RestartCount)
 			cs.State = apiState(cur, in.RuntimeName)
 			if cur.State == runtime.StateRunning {
-				t := true
-				cs.Started = &t
-				cs.Ready = true // no readiness probes: running is ready
+				started, ready := true, true
+				if in.Probes != nil {
+					started, ready = in.Probes.Started(c, cs.ContainerID), in.Probes.Ready(c, cs.ContainerID)
+				}
+				cs.Started = &started
+				cs.Ready = ready
 			} else {
 				f := false
 				cs.Started = &f

@@ -85,6 +85,9 @@ type Config struct {
 	Updates <-chan config.PodUpdate
 	// Events are the PLEG's lifecycle events.
 	Events <-chan pleg.Event
+	// ProbeResults, when set, names pods whose probe results changed:
+	// each is synced, so its status shows the new readiness.
+	ProbeResults <-chan types.UID
 	// SeenAllSources gates housekeeping until every source has spoken.
 	SeenAllSources func() bool
 	// Pods is the pod manager.
@@ -189,6 +192,12 @@ func (l *Loop) Run(ctx context.Context) error {
 			src = "pleg"
 			if p, ok := l.cfg.Pods.PodByUID(e.ID); ok {
 				l.log.Trace("SyncLoop (PLEG)", "pod", podName(p), "event", e.Type, "id", e.Data)
+				l.syncs([]*v1.Pod{p})
+			}
+		case uid := <-l.cfg.ProbeResults:
+			l.iterationStart.Store(time.Now().UnixNano())
+			src = "probe"
+			if p, ok := l.cfg.Pods.PodByUID(uid); ok {
 				l.syncs([]*v1.Pod{p})
 			}
 		case <-syncTicker.C:

@@ -1,0 +1,215 @@
+package prober
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/wasmlet/wasmlet/host/internal/podenv"
+)
+
+type result int
+
+const (
+	resultSuccess result = iota
+	resultWarning        // success, with something to say (an HTTP redirect elsewhere)
+	resultFailure
+	resultUnknown
+)
+
+type outcome struct {
+	result result
+	output string
+}
+
+// userAgent is what the kubelet's HTTP and gRPC probes send.
+const userAgent = "kube-probe/1.36"
+
+// maxBody is how much of an HTTP probe's answer is kept for its message.
+const maxBody = 10 << 10
+
+// run runs one probe of the container instance.
+func (m *Manager) run(ctx context.Context, kind Kind, pod *v1.Pod, c *v1.Container, p *v1.Probe, containerID, podIP string) outcome {
+	timeout := time.Duration(p.TimeoutSeconds) * time.Second
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	switch {
+	case p.Exec != nil:
+		return m.execProbe(ctx, c, p.Exec, containerID, timeout)
+	case p.HTTPGet != nil:
+		return httpProbe(ctx, c, p.HTTPGet, podIP, timeout)
+	case p.TCPSocket != nil:
+		return tcpProbe(ctx, c, p.TCPSocket, podIP, timeout)
+	case p.GRPC != nil:
+		return grpcProbe(ctx, p.GRPC, podIP, timeout)
+	}
+	return outcome{resultUnknown, fmt.Sprintf("%s probe of container %s has no handler", kind, c.Name)}
+}
+
+func (m *Manager) execProbe(ctx context.Context, c *v1.Container, e *v1.ExecAction, containerID string, timeout time.Duration) outcome {
+	_, id, _ := strings.Cut(containerID, "://")
+	cmd := podenv.StaticCommand(e.Command, c.Env)
+	ctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
+	defer cancel()
+	out, code, err := m.cfg.Runtime.ExecSync(ctx, id, cmd, timeout)
+	switch {
+	case err != nil && (errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded):
+		return outcome{resultFailure, fmt.Sprintf("command %q timed out", strings.Join(cmd, " "))}
+	case err != nil:
+		return outcome{resultUnknown, err.Error()}
+	case code != 0:
+		return outcome{resultFailure, string(out)}
+	}
+	return outcome{resultSuccess, string(out)}
+}
+
+// port resolves a probe's port: a number, or the name of a container port.
+func port(c *v1.Container, p intstr.IntOrString) (int, error) {
+	if p.Type == intstr.Int {
+		if p.IntVal <= 0 || p.IntVal > 65535 {
+			return 0, fmt.Errorf("invalid port number: %d", p.IntVal)
+		}
+		return int(p.IntVal), nil
+	}
+	for _, cp := range c.Ports {
+		if cp.Name == p.StrVal {
+			return int(cp.ContainerPort), nil
+		}
+	}
+	if n, err := strconv.Atoi(p.StrVal); err == nil && n > 0 && n <= 65535 {
+		return n, nil
+	}
+	return 0, fmt.Errorf("couldn't find port: %s in %s", p.StrVal, c.Name)
+}
+
+func httpProbe(ctx context.Context, c *v1.Container, h *v1.HTTPGetAction, podIP string, timeout time.Duration) outcome {
+	host := h.Host
+	if host == "" {
+		host = podIP
+	}
+	n, err := port(c, h.Port)
+	if err != nil {
+		return outcome{resultFailure, err.Error()}
+	}
+	scheme := strings.ToLower(string(h.Scheme))
+	if scheme == "" {
+		scheme = "http"
+	}
+	path := h.Path
+	if path != "" && !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	u, err := url.Parse(scheme + "://" + net.JoinHostPort(host, strconv.Itoa(n)) + path)
+	if err != nil {
+		return outcome{resultFailure, err.Error()}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return outcome{resultFailure, err.Error()}
+	}
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("Accept", "*/*")
+	for _, hd := range h.HTTPHeaders {
+		if strings.EqualFold(hd.Name, "Host") {
+			req.Host = hd.Value
+			continue
+		}
+		req.Header.Add(hd.Name, hd.Value)
+	}
+	var warning string
+	client := &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+			DisableKeepAlives: true,
+			Proxy:             nil,
+		},
+		// The kubelet's rule: follow redirects to the same host (up to 10);
+		// a redirect elsewhere is a success with a warning.
+		CheckRedirect: func(r *http.Request, via []*http.Request) error {
+			if r.URL.Hostname() != u.Hostname() {
+				warning = fmt.Sprintf("Probe terminated redirects, Response body: %s", "")
+				return http.ErrUseLastResponse
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		},
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return outcome{resultFailure, err.Error()}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if resp.StatusCode >= http.StatusOK && resp.StatusCode < http.StatusBadRequest {
+		if warning != "" || (resp.StatusCode >= 300 && resp.StatusCode < 400) {
+			return outcome{resultWarning, fmt.Sprintf("Probe terminated redirects, Response body: %s", body)}
+		}
+		return outcome{resultSuccess, string(body)}
+	}
+	return outcome{resultFailure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)}
+}
+
+func tcpProbe(ctx context.Context, c *v1.Container, t *v1.TCPSocketAction, podIP string, timeout time.Duration) outcome {
+	host := t.Host
+	if host == "" {
+		host = podIP
+	}
+	n, err := port(c, t.Port)
+	if err != nil {
+		return outcome{resultFailure, err.Error()}
+	}
+	d := net.Dialer{Timeout: timeout}
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(n)))
+	if err != nil {
+		return outcome{resultFailure, err.Error()}
+	}
+	conn.Close()
+	return outcome{resultSuccess, ""}
+}
+
+func grpcProbe(ctx context.Context, g *v1.GRPCAction, podIP string, timeout time.Duration) outcome {
+	addr := net.JoinHostPort(podIP, strconv.Itoa(int(g.Port)))
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUserAgent(userAgent))
+	if err != nil {
+		return outcome{resultFailure, err.Error()}
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	svc := ""
+	if g.Service != nil {
+		svc = *g.Service
+	}
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
+	switch {
+	case status.Code(err) == codes.Unimplemented:
+		return outcome{resultFailure, fmt.Sprintf("this server does not implement the grpc health protocol (grpc.health.v1.Health): %v", err)}
+	case status.Code(err) == codes.DeadlineExceeded:
+		return outcome{resultFailure, fmt.Sprintf("timeout: health rpc did not complete within %v", timeout)}
+	case err != nil:
+		return outcome{resultFailure, fmt.Sprintf("error: health rpc probe failed: %v", err)}
+	case resp.GetStatus() != healthpb.HealthCheckResponse_SERVING:
+		return outcome{resultFailure, fmt.Sprintf("service unhealthy (responded with %q)", resp.GetStatus())}
+	}
+	return outcome{resultSuccess, ""}
+}

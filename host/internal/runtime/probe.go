@@ -1,0 +1,45 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	utilexec "k8s.io/utils/exec"
+)
+
+// ExecSync runs cmd in the container (by runtime ID) within timeout and
+// returns its stdout and stderr together and its exit code; a non-zero
+// exit is not an error. It is what exec probes run.
+func (m *Manager) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, int, error) {
+	stdout, stderr, err := m.rs.ExecSync(ctx, containerID, cmd, timeout)
+	out := append(stdout, stderr...)
+	var exit utilexec.CodeExitError
+	if errors.As(err, &exit) {
+		return out, exit.Code, nil
+	}
+	if err != nil {
+		return out, -1, err
+	}
+	return out, 0, nil
+}
+
+// KillContainer stops one container of pod gracefully (its PreStop hooks
+// within the grace period, or gracePeriod when not nil), as a failed
+// liveness or startup probe asks; the next sync restarts it as the
+// restart policy says.
+func (m *Manager) KillContainer(ctx context.Context, pod *v1.Pod, container, containerID, message string, gracePeriod *int64) error {
+	var spec *v1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == container {
+			spec = &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == container {
+			spec = &pod.Spec.InitContainers[i]
+		}
+	}
+	return m.killContainer(ctx, pod, spec, containerID, message, gracePeriod)
+}
