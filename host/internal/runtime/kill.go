@@ -144,8 +144,8 @@ func (m *Manager) killContainerStatus(ctx context.Context, pod *v1.Pod, spec *v1
 	return nil
 }
 
-// preStop runs the PreStop hook plugins and the container's exec preStop
-// handler, bounded by the grace period.
+// preStop runs the PreStop hook plugins and the container's preStop
+// handler (exec, httpGet or sleep), bounded by the grace period.
 func (m *Manager) preStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id string, grace int64) {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
 	defer cancel()
@@ -157,14 +157,7 @@ func (m *Manager) preStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id 
 	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
 		return
 	}
-	if ex := c.Lifecycle.PreStop.Exec; ex != nil {
-		if _, stderr, err := m.rs.ExecSync(ctx, id, ex.Command, time.Duration(grace)*time.Second); err != nil {
-			m.log.Warn("preStop exec", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "error", err, "stderr", string(stderr))
-		}
-	} else if sl := c.Lifecycle.PreStop.Sleep; sl != nil {
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(sl.Seconds) * time.Second):
-		}
+	if out, err := m.runHandler(ctx, pod, c, id, c.Lifecycle.PreStop, nil); err != nil {
+		m.log.Warn("preStop hook failed", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "error", err, "output", out)
 	}
 }

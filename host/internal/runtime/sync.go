@@ -214,6 +214,16 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig
 			return ErrRunContainer, msg
 		}
 	}
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		// The kubelet runs postStart before it reports the container
+		// started; a failure kills the container (FailedPostStartHook).
+		if out, err := m.runHandler(ctx, pod, c, id, c.Lifecycle.PostStart, podIPs); err != nil {
+			msg := fmt.Sprintf("PostStartHookError: %v", err)
+			m.log.Info("postStart hook failed", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "error", err, "output", out)
+			m.killContainer(ctx, pod, c, id, "FailedPostStartHook", nil)
+			return ErrPostStartHook, msg
+		}
+	}
 	return nil, ""
 }
 

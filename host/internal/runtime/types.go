@@ -150,6 +150,9 @@ var (
 	ErrImagePullBackOff = errors.New("ImagePullBackOff")
 	// ErrImageNeverPull: the image is absent and the policy is Never.
 	ErrImageNeverPull = errors.New("ErrImageNeverPull")
+	// ErrPostStartHook: the container's postStart handler failed and the
+	// container was killed.
+	ErrPostStartHook = errors.New("PostStartHookError")
 	// ErrCreateContainerConfig: the container config could not be made.
 	ErrCreateContainerConfig = errors.New("CreateContainerConfigError")
 	// ErrCreateContainer: CreateContainer failed.
