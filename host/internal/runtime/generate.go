@@ -51,6 +51,17 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 		c.Linux.SecurityContext.RunAsUser = int64Value(sc.RunAsUser)
 		c.Linux.SecurityContext.RunAsGroup = int64Value(sc.RunAsGroup)
 		c.Linux.SecurityContext.SupplementalGroups = sc.SupplementalGroups
+		if sc.FSGroup != nil {
+			c.Linux.SecurityContext.SupplementalGroups = append(append([]int64(nil), sc.SupplementalGroups...), *sc.FSGroup)
+		}
+		c.Linux.SecurityContext.SelinuxOptions = selinuxOptions(sc.SELinuxOptions)
+		c.Linux.SecurityContext.Seccomp = seccompProfile(sc.SeccompProfile)
+		if len(sc.Sysctls) > 0 {
+			c.Linux.Sysctls = map[string]string{}
+			for _, s := range sc.Sysctls {
+				c.Linux.Sysctls[s.Name] = s.Value
+			}
+		}
 	}
 	for _, ctr := range pod.Spec.Containers {
 		for _, p := range ctr.Ports {
@@ -191,40 +202,6 @@ func resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
 		r.MemoryLimitInBytes = q.Value()
 	}
 	return r
-}
-
-func securityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSecurityContext {
-	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		sc.RunAsUser = int64Value(psc.RunAsUser)
-		sc.RunAsGroup = int64Value(psc.RunAsGroup)
-		sc.SupplementalGroups = psc.SupplementalGroups
-	}
-	if csc := c.SecurityContext; csc != nil {
-		if csc.RunAsUser != nil {
-			sc.RunAsUser = int64Value(csc.RunAsUser)
-		}
-		if csc.RunAsGroup != nil {
-			sc.RunAsGroup = int64Value(csc.RunAsGroup)
-		}
-		if csc.Privileged != nil {
-			sc.Privileged = *csc.Privileged
-		}
-		if csc.ReadOnlyRootFilesystem != nil {
-			sc.ReadonlyRootfs = *csc.ReadOnlyRootFilesystem
-		}
-		if csc.Capabilities != nil {
-			for _, c := range csc.Capabilities.Add {
-				sc.Capabilities = capsOr(sc.Capabilities)
-				sc.Capabilities.AddCapabilities = append(sc.Capabilities.AddCapabilities, string(c))
-			}
-			for _, c := range csc.Capabilities.Drop {
-				sc.Capabilities = capsOr(sc.Capabilities)
-				sc.Capabilities.DropCapabilities = append(sc.Capabilities.DropCapabilities, string(c))
-			}
-		}
-	}
-	return sc
 }
 
 func capsOr(c *runtimeapi.Capability) *runtimeapi.Capability {

@@ -185,6 +185,9 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig
 	if err != nil {
 		return err, msg
 	}
+	if err := m.checkNonRoot(ctx, pod, c, imageRef); err != nil {
+		return ErrCreateContainerConfig, err.Error()
+	}
 	restartCount := 0
 	if last != nil {
 		restartCount = last.RestartCount + 1
