@@ -150,7 +150,7 @@ run_node() {
 	wasmlet)
 		"$repo/bin/wasmlet" run --node-name "$nodename" --kubeconfig "$kc" --container-runtime-endpoint "$ep" \
 			--root-dir "$d/root" --pod-logs-dir "$d/logs" --read-only-port 10255 \
-			--port 10250 --client-ca-file "$d/cp/pki/ca.crt" >"$d/node.log" 2>&1 &
+			--port 10250 --client-ca-file "$d/cp/pki/ca.crt" --cluster-domain cluster.local >"$d/node.log" 2>&1 &
 		;;
 	kubelet)
 		cat >"$d/kubelet.yaml" <<KC

@@ -46,6 +46,7 @@ type fileConfig struct {
 	StaticPodPath            *string          `json:"staticPodPath,omitempty"`
 	FileCheckFrequency       *metav1.Duration `json:"fileCheckFrequency,omitempty"`
 	PodObjectsDir            *string          `json:"podObjectsDir,omitempty"`
+	ClusterDomain            *string          `json:"clusterDomain,omitempty"`
 	PluginDir                *string          `json:"pluginDir,omitempty"`
 	ContainerRuntimeEndpoint *string          `json:"containerRuntimeEndpoint,omitempty"`
 	ImageServiceEndpoint     *string          `json:"imageServiceEndpoint,omitempty"`
@@ -88,6 +89,7 @@ func runFlags(c *agent.Config, lo *logOptions, configFile *string) *flag.FlagSet
 	fs.StringVar(&c.StaticPodPath, "pod-manifest-path", c.StaticPodPath, "directory of static pod manifests (the file source); empty disables it")
 	fs.DurationVar(&c.FileCheckFrequency, "file-check-frequency", c.FileCheckFrequency, "period of the full re-read of the static pod directory, besides its watch")
 	fs.StringVar(&c.PodObjectsDir, "pod-objects-dir", c.PodObjectsDir, "standalone only: directory of ConfigMap and Secret manifests (YAML/JSON) that static pods' volumes and env may reference")
+	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "the cluster's DNS domain (e.g. cluster.local), for pods' FQDNs in /etc/hosts")
 	fs.StringVar(&c.PluginDir, "plugin-dir", c.PluginDir, "directory of .wasm plugins and their manifests; empty loads none")
 	fs.StringVar(&c.RuntimeEndpoint, "container-runtime-endpoint", c.RuntimeEndpoint, "CRI endpoint, e.g. unix:///run/containerd/containerd.sock; empty runs the embedded WASI runtime")
 	fs.StringVar(&c.ImageEndpoint, "image-service-endpoint", c.ImageEndpoint, "CRI image service endpoint (default: the runtime endpoint)")
@@ -177,6 +179,7 @@ func applyConfigFile(path string, cfg *agent.Config, lo *logOptions) error {
 	setString(&cfg.StaticPodPath, f.StaticPodPath)
 	setString(&cfg.PluginDir, f.PluginDir)
 	setString(&cfg.PodObjectsDir, f.PodObjectsDir)
+	setString(&cfg.ClusterDomain, f.ClusterDomain)
 	setString(&cfg.RuntimeEndpoint, f.ContainerRuntimeEndpoint)
 	setString(&cfg.ImageEndpoint, f.ImageServiceEndpoint)
 	setString(&cfg.RootDir, f.RootDir)

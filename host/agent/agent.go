@@ -250,7 +250,7 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 		rt, err := runtime.New(cctx, runtime.Config{
 			Endpoint: endpoint, ImageEndpoint: a.cfg.ImageEndpoint, Timeout: a.cfg.RuntimeRequestTimeout,
 			RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir, Logger: a.log.Named("runtime"),
-			Hooks: a.plugins.hooks(), Volumes: a.data.volumes, Env: a.data.env,
+			Hooks: a.plugins.hooks(), Volumes: a.data.volumes, Env: a.data.env, ClusterDomain: a.cfg.ClusterDomain,
 		})
 		cancel()
 		if err == nil {

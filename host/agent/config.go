@@ -29,6 +29,10 @@ type Config struct {
 	// (see host/internal/objects); ignored with KubeConfig, where they
 	// come from the API server.
 	PodObjectsDir string
+	// ClusterDomain is the cluster's DNS domain (cluster.local): pods
+	// with a subdomain get <host>.<subdomain>.<ns>.svc.<domain> in
+	// /etc/hosts.
+	ClusterDomain string
 	// VolumeResyncPeriod is how often the API-data volumes (configMap,
 	// secret, downwardAPI, projected) of running pods are brought up to
 	// date and their tokens refreshed.

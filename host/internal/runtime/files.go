@@ -74,8 +74,9 @@ const hostsHeader = "# Kubernetes-managed hosts file.\n"
 
 // writeHostsFile writes <podDir>/etc-hosts as the kubelet does: the host's
 // /etc/hosts for a host-network pod, else localhost entries and the pod's
-// IP and hostname.
-func writeHostsFile(podDir string, pod *v1.Pod, ips []string) (string, error) {
+// IPs with its hostname (and FQDN when it has a subdomain); hostAliases
+// after both.
+func writeHostsFile(podDir string, pod *v1.Pod, ips []string, clusterDomain string) (string, error) {
 	path := filepath.Join(podDir, "etc-hosts")
 	if err := os.MkdirAll(podDir, 0o750); err != nil {
 		return "", fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -91,12 +92,19 @@ func writeHostsFile(podDir string, pod *v1.Pod, ips []string) (string, error) {
 	} else {
 		buf.WriteString(hostsHeader)
 		buf.WriteString("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n")
-		host := podHostname(pod)
+		host, domain := podHostnameAndDomain(pod, clusterDomain)
 		for _, ip := range ips {
-			fmt.Fprintf(&buf, "%s\t%s\n", ip, host)
+			if domain != "" {
+				fmt.Fprintf(&buf, "%s\t%s.%s\t%s\n", ip, host, domain, host)
+			} else {
+				fmt.Fprintf(&buf, "%s\t%s\n", ip, host)
+			}
 		}
+	}
+	if len(pod.Spec.HostAliases) > 0 {
+		buf.WriteString("\n# Entries added by HostAliases.\n")
 		for _, ha := range pod.Spec.HostAliases {
-			fmt.Fprintf(&buf, "\n# Entries added by HostAliases.\n%s\t%s\n", ha.IP, strings.Join(ha.Hostnames, "\t"))
+			fmt.Fprintf(&buf, "%s\t%s\n", ha.IP, strings.Join(ha.Hostnames, "\t"))
 		}
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
@@ -105,13 +113,38 @@ func writeHostsFile(podDir string, pod *v1.Pod, ips []string) (string, error) {
 	return path, nil
 }
 
-func podHostname(pod *v1.Pod) string {
+// podHostnameAndDomain is the pod's hostname (hostnameOverride, else
+// spec.hostname, else its name; at most 63 characters) and, with a
+// subdomain, its domain <subdomain>.<namespace>.svc.<clusterDomain>, as the
+// kubelet's GeneratePodHostNameAndDomain.
+func podHostnameAndDomain(pod *v1.Pod, clusterDomain string) (string, string) {
+	if o := pod.Spec.HostnameOverride; o != nil && *o != "" {
+		return truncateHostname(*o), ""
+	}
 	h := pod.Name
 	if pod.Spec.Hostname != "" {
 		h = pod.Spec.Hostname
 	}
+	domain := ""
+	if pod.Spec.Subdomain != "" {
+		domain = pod.Spec.Subdomain + "." + pod.Namespace + ".svc." + clusterDomain
+	}
+	return truncateHostname(h), domain
+}
+
+func truncateHostname(h string) string {
 	if len(h) > 63 {
 		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h
+}
+
+// sandboxHostname is the hostname the sandbox gets: the pod's hostname,
+// or its FQDN with setHostnameAsFQDN.
+func sandboxHostname(pod *v1.Pod, clusterDomain string) string {
+	h, domain := podHostnameAndDomain(pod, clusterDomain)
+	if domain != "" && pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN {
+		return h + "." + domain
 	}
 	return h
 }

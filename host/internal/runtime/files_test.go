@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestLogTail(t *testing.T) {
@@ -56,5 +60,34 @@ func TestLogTail(t *testing.T) {
 	}
 	if got := logTail(filepath.Join(dir, "missing"), 80, 2048); got != "" {
 		t.Errorf("missing file: %q", got)
+	}
+}
+
+func TestWriteHostsFile(t *testing.T) {
+	dir := t.TempDir()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "ns"}, Spec: v1.PodSpec{
+		Hostname: "web", Subdomain: "sub",
+		HostAliases: []v1.HostAlias{{IP: "1.2.3.4", Hostnames: []string{"a", "b"}}, {IP: "5.6.7.8", Hostnames: []string{"c"}}},
+	}}
+	path, err := writeHostsFile(dir, pod, []string{"10.0.0.5"}, "cluster.local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	for _, want := range []string{"10.0.0.5\tweb.sub.ns.svc.cluster.local\tweb\n", "\n# Entries added by HostAliases.\n1.2.3.4\ta\tb\n5.6.7.8\tc\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("hosts file lacks %q:\n%s", want, b)
+		}
+	}
+	if strings.Count(string(b), "HostAliases") != 1 {
+		t.Errorf("HostAliases header more than once:\n%s", b)
+	}
+	pod.Spec.SetHostnameAsFQDN = ptr.To(true)
+	if h := sandboxHostname(pod, "cluster.local"); h != "web.sub.ns.svc.cluster.local" {
+		t.Errorf("FQDN hostname %q", h)
+	}
+	pod.Spec.HostnameOverride = ptr.To("override")
+	if h := sandboxHostname(pod, "cluster.local"); h != "override" {
+		t.Errorf("hostnameOverride: %q", h)
 	}
 }

@@ -45,7 +45,7 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 	}
 	// A host-network sandbox has no UTS namespace of its own: no hostname.
 	if !pod.Spec.HostNetwork {
-		c.Hostname = podHostname(pod)
+		c.Hostname = sandboxHostname(pod, m.cfg.ClusterDomain)
 	}
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		c.Linux.SecurityContext.RunAsUser = int64Value(sc.RunAsUser)
@@ -150,7 +150,7 @@ func (m *Manager) containerFiles(pod *v1.Pod, c *v1.Container, podIPs []string, 
 		return nil, err
 	}
 	if !mountsPath(c, "/etc/hosts") {
-		hosts, err := writeHostsFile(podDir, pod, podIPs)
+		hosts, err := writeHostsFile(podDir, pod, podIPs, m.cfg.ClusterDomain)
 		if err != nil {
 			return nil, err
 		}

@@ -104,6 +104,9 @@ type Config struct {
 	// PodLogsDir is the root of container logs:
 	// <PodLogsDir>/<namespace>_<pod>_<uid>/<container>/<restartCount>.log.
 	PodLogsDir string
+	// ClusterDomain is the cluster's DNS domain (e.g. cluster.local), for
+	// pods' FQDNs; empty when the node has none.
+	ClusterDomain string
 	// RuntimeHandler is passed to RunPodSandbox ("" is the default handler).
 	RuntimeHandler string
 	// Volumes gives the host path behind each pod volume; the volume
