@@ -9,6 +9,9 @@
 #   PARALLEL=N                 specs at once, one e2e.test process each (default 3)
 #   SPEC_TIMEOUT=D             limit per spec process (default 30m: the [Slow] back-off
 #                              specs take over 10 min on the kubelet)
+#   KUBELET_PORT=N             the node's kubelet API port (default 10250); with
+#                              cluster.sh's APISERVER_PORT, ETCD_PORT, ETCD_PEER_PORT,
+#                              KCM_PORT and SCHEDULER_PORT, two runs can share a machine
 #
 # Everything is built from the Go module proxy and cached by version
 # (hack/kube/build.sh), the images are built offline (no registry is
@@ -26,6 +29,9 @@ log() { printf 'conformance: %s %s\n' "$(date +%T)" "$*" >&2; }
 NODE=${NODE:-wasmlet}
 FOCUS=${FOCUS:-'\[NodeConformance\]'}
 PARALLEL=${PARALLEL:-3}
+# The node's kubelet API port; the control plane's ports are cluster.sh's
+# (APISERVER_PORT, ETCD_PORT, …), so two runs can share the machine.
+kubelet_port=${KUBELET_PORT:-10250}
 SPEC_TIMEOUT=${SPEC_TIMEOUT:-30m}
 case $NODE in wasmlet | kubelet) nodes=$NODE ;; both) nodes="wasmlet kubelet" ;; *)
 	log "NODE must be wasmlet, kubelet or both"; exit 2 ;;
@@ -150,7 +156,7 @@ run_node() {
 	wasmlet)
 		"$repo/bin/wasmlet" run --node-name "$nodename" --kubeconfig "$kc" --container-runtime-endpoint "$ep" \
 			--root-dir "$d/root" --pod-logs-dir "$d/logs" --read-only-port 10255 \
-			--port 10250 --client-ca-file "$d/cp/pki/ca.crt" --cluster-domain cluster.local >"$d/node.log" 2>&1 &
+			--port "$kubelet_port" --client-ca-file "$d/cp/pki/ca.crt" --cluster-domain cluster.local >"$d/node.log" 2>&1 &
 		;;
 	kubelet)
 		cat >"$d/kubelet.yaml" <<KC
@@ -166,7 +172,7 @@ evictionHard: {memory.available: "1Mi", nodefs.available: "1%", imagefs.availabl
 authentication: {anonymous: {enabled: false}, webhook: {enabled: true}, x509: {clientCAFile: $d/cp/pki/ca.crt}}
 authorization: {mode: Webhook}
 address: $nodeip
-port: 10250
+port: $kubelet_port
 readOnlyPort: 0
 clusterDomain: cluster.local
 podLogsDir: $d/logs
