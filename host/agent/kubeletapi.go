@@ -45,5 +45,6 @@ func (a *Agent) newKubeletAPI(node *v1.Node) (*kubeletapi.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: kubelet API: %w", err)
 	}
+	kubeletapi.RegisterStreaming(s, a.rt, a.pods.PodByName)
 	return s, nil
 }

@@ -16,6 +16,8 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/utils/ptr"
 
 	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
@@ -99,6 +101,22 @@ func testContainerLogs(t *testing.T, a *agent) {
 	}
 	if code, body := get(tr.Status.Token); code != http.StatusForbidden || !strings.Contains(body, "user=system:serviceaccount:default:default") || !strings.Contains(body, "proxy") {
 		t.Errorf("a ServiceAccount without rights: %d %s, want 403 naming the user and nodes/proxy", code, body)
+	}
+	if flags.Runtime == "containerd" {
+		// `kubectl exec` through the API server (websockets, which it
+		// turns into SPDY towards the node) reaches the container.
+		req := admin.CoreV1().RESTClient().Post().Resource("pods").Namespace("default").Name("talker").SubResource("exec").
+			VersionedParams(&v1.PodExecOptions{Container: "main", Command: []string{"/testbox", "echo", "from", "exec"}, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		exec, err := remotecommand.NewWebSocketExecutor(adminConfig, "GET", req.URL().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr strings.Builder
+		if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr}); err != nil {
+			t.Errorf("exec: %v (stderr %q)", err, stderr.String())
+		} else if stdout.String() != "from exec\n" {
+			t.Errorf("exec stdout %q, want %q", stdout.String(), "from exec\n")
+		}
 	}
 	deletePod(t, "talker")
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
@@ -31,7 +32,10 @@ var (
 	nodeFlag    = flag.String("node", "wasmlet-e2e", "the node's name (cluster.sh node made its kubeconfig)")
 )
 
-var admin kubernetes.Interface
+var (
+	admin       kubernetes.Interface
+	adminConfig *rest.Config
+)
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -51,6 +55,7 @@ func TestMain(m *testing.M) {
 	}
 	rc.QPS, rc.Burst = 200, 400
 	admin = kubernetes.NewForConfigOrDie(rc)
+	adminConfig = rc
 	os.Exit(m.Run())
 }
 

@@ -1,7 +1,10 @@
 // Package kubeletapi is the agent's authenticated API, the counterpart of the
 // kubelet's server on port 10250: the API server reaches it for
-// `kubectl logs` (GET /containerLogs/{namespace}/{pod}/{container}) and,
-// later, exec, attach, port-forward and metrics.
+// `kubectl logs` (GET /containerLogs/{namespace}/{pod}/{container}) and
+// `kubectl exec`, `attach` and `port-forward` (/exec, /attach,
+// /portForward, /run: the connection is proxied to the runtime's CRI
+// streaming server, see RegisterStreaming); stats and metrics are not
+// served yet.
 //
 // Every request is authenticated (x509 client certificates against a client
 // CA, bearer tokens through TokenReview; anonymous requests only when
