@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +39,7 @@ func testFigures(t *testing.T, a *agent) {
 	}
 	defer w.Stop()
 	before := a.metric(t, "wasmlet_apiserver_requests_total")
+	runStart := time.Now()
 	startSum, startCount := a.metric(t, "wasmlet_pod_start_duration_seconds_sum"), a.metric(t, "wasmlet_pod_start_duration_seconds_count")
 
 	var mu sync.Mutex
@@ -129,14 +131,16 @@ func testFigures(t *testing.T, a *agent) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	want := map[string]bool{}
+	data := map[string]int{}
 	for _, name := range names {
 		want[name] = true
 	}
 	for sc.Scan() {
 		var e struct {
-			Stage string `json:"stage"`
-			Verb  string `json:"verb"`
-			User  struct {
+			Stage    string    `json:"stage"`
+			Verb     string    `json:"verb"`
+			Received time.Time `json:"requestReceivedTimestamp"`
+			User     struct {
 				Username string `json:"username"`
 			} `json:"user"`
 			ObjectRef struct {
@@ -146,7 +150,14 @@ func testFigures(t *testing.T, a *agent) {
 		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Stage != "ResponseComplete" || e.User.Username != "system:node:"+*nodeFlag {
 			continue
 		}
-		if e.ObjectRef.Resource != "pods" || !want[e.ObjectRef.Name] {
+		if e.ObjectRef.Resource != "pods" {
+			// What the pods' data costs: tokens, ConfigMaps, Secrets.
+			if !e.Received.Before(runStart) && (e.ObjectRef.Resource == "serviceaccounts" || e.ObjectRef.Resource == "configmaps" || e.ObjectRef.Resource == "secrets") {
+				data[e.Verb+" "+strings.TrimSuffix(e.ObjectRef.Resource+"/"+e.ObjectRef.Subresource, "/")]++
+			}
+			continue
+		}
+		if !want[e.ObjectRef.Name] {
 			continue
 		}
 		key := e.Verb + " pods"
@@ -179,6 +190,12 @@ func testFigures(t *testing.T, a *agent) {
 	}
 	t.Logf("FIGURE runtime=%s API requests per pod lifecycle (create → running → deleted), from the audit log: %.2f on pods (%v), %.2f event writes; wasmlet_apiserver_requests_total grew by %.0f over the run (all requests incl. lease, node status, watch)",
 		flags.Runtime, float64(total)/float64(n), kinds, float64(events)/float64(n), after-before)
+	dataTotal := 0
+	for _, c := range data {
+		dataTotal += c
+	}
+	t.Logf("FIGURE runtime=%s pod data requests per pod (default kube-api-access volume: a bound token, kube-root-ca.crt), from the audit log: %.2f (%v)",
+		flags.Runtime, float64(dataTotal)/float64(n), data)
 	if len(perPod) != n {
 		t.Errorf("audit log names %d of the %d pods (the audit policy logs system:nodes at Metadata level)", len(perPod), n)
 	}
