@@ -304,6 +304,7 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 		return nil, nil, fmt.Errorf("agent: %w", err)
 	}
 	a.probes = probes
+	a.rt.SetStartupResults(probes.Started)
 	records := podstate.New(podstate.Config{OnForget: []func(uid types.UID){a.statuses.RemovePod, a.rt.ForgetPod, a.pleg.Cache().Delete, a.data.volumes.Forget, probes.RemovePod}})
 	backOff := runtime.NewBackOff()
 	syncer, err := podsync.New(podsync.Config{

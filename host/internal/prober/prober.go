@@ -117,8 +117,7 @@ func New(cfg Config) (*Manager, error) {
 func (m *Manager) UpdatePod(pod *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+	for _, c := range probed(pod) {
 		for kind, p := range map[Kind]*v1.Probe{Liveness: c.LivenessProbe, Readiness: c.ReadinessProbe, Startup: c.StartupProbe} {
 			if p == nil {
 				continue
@@ -133,6 +132,21 @@ func (m *Manager) UpdatePod(pod *v1.Pod) {
 			go w.run()
 		}
 	}
+}
+
+// probed are the containers that may have probes: the app containers and
+// the restartable init containers (sidecars).
+func probed(pod *v1.Pod) []*v1.Container {
+	var out []*v1.Container
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			out = append(out, c)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
 }
 
 // RemovePod stops the pod's workers and forgets their results.

@@ -40,8 +40,7 @@ func (w *worker) stop() { w.stopOnce.Do(func() { close(w.done) }) }
 // spec is the container's spec and this worker's probe in the newest pod.
 func (w *worker) spec() (*v1.Pod, *v1.Container, *v1.Probe) {
 	pod := w.pod.Load()
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+	for _, c := range probed(pod) {
 		if c.Name != w.container {
 			continue
 		}
@@ -97,9 +96,11 @@ func (w *worker) probeOnce() bool {
 		return false
 	}
 	var cs *v1.ContainerStatus
-	for i := range st.ContainerStatuses {
-		if st.ContainerStatuses[i].Name == w.container {
-			cs = &st.ContainerStatuses[i]
+	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+		for i := range list {
+			if list[i].Name == w.container {
+				cs = &list[i]
+			}
 		}
 	}
 	if cs == nil || cs.ContainerID == "" {

@@ -16,6 +16,10 @@ type podActions struct {
 	Attempt   uint32
 	// NextInitContainerToStart is the next init container, or nil.
 	NextInitContainerToStart *v1.Container
+	// SidecarsToRestart are restartable init containers (sidecars) that
+	// exited after the pod was initialized; they restart beside the app
+	// containers.
+	SidecarsToRestart []*v1.Container
 	// ContainersToStart are indexes into pod.Spec.Containers.
 	ContainersToStart []int
 	// EphemeralContainersToStart are indexes into pod.Spec.EphemeralContainers.
@@ -53,6 +57,9 @@ func shouldContainerBeRestarted(c *v1.Container, pod *v1.Pod, st *PodStatus) boo
 		return false
 	case StateUnknown, StateCreated:
 		return true
+	}
+	if IsSidecar(c) {
+		return true // a sidecar always restarts
 	}
 	switch pod.Spec.RestartPolicy {
 	case v1.RestartPolicyNever:
@@ -93,10 +100,23 @@ func isInitContainerFailed(s *ContainerStatus) bool {
 	return (s.State == StateExited && s.ExitCode != 0) || s.State == StateUnknown
 }
 
+// IsSidecar reports whether an init container is restartable (a sidecar:
+// restartPolicy Always), which keeps running beside the app containers.
+func IsSidecar(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// Started tells whether a running container instance has passed its
+// startup probe (the prober's answer); nil means every running container
+// has.
+type Started func(c *v1.Container, s *ContainerStatus) bool
+
 // findNextInitContainerToRun returns the status of the last failed init
 // container (if any), the next init container to run, and whether all
-// init containers are done.
-func findNextInitContainerToRun(pod *v1.Pod, st *PodStatus) (*ContainerStatus, *v1.Container, bool) {
+// init containers are done. A sidecar is done once it runs and has
+// started (its startup probe passed): the next init container does not
+// wait for it to exit.
+func findNextInitContainerToRun(pod *v1.Pod, st *PodStatus, started Started) (*ContainerStatus, *v1.Container, bool) {
 	inits := pod.Spec.InitContainers
 	if len(inits) == 0 {
 		return nil, nil, true
@@ -107,31 +127,39 @@ func findNextInitContainerToRun(pod *v1.Pod, st *PodStatus) (*ContainerStatus, *
 			return nil, nil, true
 		}
 	}
-	for i := len(inits) - 1; i >= 0; i-- {
-		if s := st.FindContainer(inits[i].Name); s != nil && isInitContainerFailed(s) {
-			return s, &inits[i], false
-		}
-	}
-	for i := len(inits) - 1; i >= 0; i-- {
-		s := st.FindContainer(inits[i].Name)
-		if s == nil {
-			continue
-		}
-		if s.State == StateRunning || s.State == StateCreated {
-			return nil, nil, false
-		}
-		if s.State == StateExited {
-			if i == len(inits)-1 {
-				return nil, nil, true
+	for i := range inits {
+		c := &inits[i]
+		s := st.FindContainer(c.Name)
+		if IsSidecar(c) {
+			switch {
+			case s == nil:
+				return nil, c, false
+			case s.State == StateRunning:
+				if started != nil && !started(c, s) {
+					return nil, nil, false
+				}
+				continue
+			case s.State == StateCreated:
+				return nil, nil, false
 			}
-			return nil, &inits[i+1], false
+			// Exited before the pod was initialized: start it again.
+			return nil, c, false
 		}
+		switch {
+		case s == nil:
+			return nil, c, false
+		case s.State == StateRunning || s.State == StateCreated:
+			return nil, nil, false
+		case isInitContainerFailed(s):
+			return s, c, false
+		}
+		// Exited 0: the next one.
 	}
-	return nil, &inits[0], false
+	return nil, nil, true
 }
 
 // computePodActions is the kubelet's computePodActions, step 1 of SyncPod.
-func computePodActions(pod *v1.Pod, st *PodStatus) podActions {
+func computePodActions(pod *v1.Pod, st *PodStatus, started Started) podActions {
 	create, attempt, sandboxID := podSandboxChanged(pod, st)
 	a := podActions{KillPod: create, CreateSandbox: create, SandboxID: sandboxID, Attempt: attempt, ContainersToKill: map[string]killInfo{}}
 
@@ -149,7 +177,7 @@ func computePodActions(pod *v1.Pod, st *PodStatus) podActions {
 			toStart = append(toStart, i)
 		}
 		if len(toStart) == 0 {
-			if _, _, done := findNextInitContainerToRun(pod, st); done {
+			if _, _, done := findNextInitContainerToRun(pod, st, started); done {
 				a.CreateSandbox = false
 				return a
 			}
@@ -168,7 +196,7 @@ func computePodActions(pod *v1.Pod, st *PodStatus) podActions {
 		}
 	}
 
-	initLast, next, done := findNextInitContainerToRun(pod, st)
+	initLast, next, done := findNextInitContainerToRun(pod, st, started)
 	if !done {
 		if next != nil {
 			if initLast != nil && isInitContainerFailed(initLast) && !shouldRestartOnFailure(pod) {
@@ -183,6 +211,18 @@ func computePodActions(pod *v1.Pod, st *PodStatus) podActions {
 		return a
 	}
 
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if !IsSidecar(c) || pod.DeletionTimestamp != nil {
+			continue
+		}
+		if s := st.FindContainer(c.Name); s != nil && s.State != StateRunning {
+			if s.State == StateUnknown || s.State == StateCreated {
+				a.ContainersToKill[s.ID] = killInfo{name: c.Name, container: c, message: "Container is in " + string(s.State) + " state, try killing it before restart"}
+			}
+			a.SidecarsToRestart = append(a.SidecarsToRestart, c)
+		}
+	}
 	keep := 0
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]

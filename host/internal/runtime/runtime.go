@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -140,6 +141,8 @@ type Manager struct {
 	// (each holds an OS thread); a mkdir costs ~4 ms of wall time on
 	// this project's VMs, so the bound is generous.
 	fsSlots chan struct{}
+
+	startedFn atomic.Pointer[func(c *v1.Container, containerID string) bool]
 
 	netMu      sync.Mutex
 	netChecked time.Time // when netErr was last read from the runtime
@@ -313,6 +316,23 @@ func (m *Manager) ForgetPod(uid types.UID) {
 			delete(m.reasons, k)
 		}
 	}
+}
+
+// SetStartupResults hands the manager the prober's startup results (a
+// container ID as the pod status shows it, "<runtime>://<id>"): a sidecar
+// with a startup probe holds the next init container back until it has
+// started. Without it every running container counts as started.
+func (m *Manager) SetStartupResults(started func(c *v1.Container, containerID string) bool) {
+	m.startedFn.Store(&started)
+}
+
+// started is the Started of SetStartupResults, nil without one.
+func (m *Manager) started() Started {
+	f := m.startedFn.Load()
+	if f == nil {
+		return nil
+	}
+	return func(c *v1.Container, s *ContainerStatus) bool { return (*f)(c, m.ContainerID(s.ID)) }
 }
 
 // fsLock takes a pod-directory slot; the returned func releases it.

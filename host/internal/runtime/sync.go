@@ -34,7 +34,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	}
 	who := pod.Namespace + "/" + pod.Name
 	// Step 1.
-	a := computePodActions(pod, status)
+	a := computePodActions(pod, status, m.started())
 	m.log.Trace("sync pod", "pod", who, "killPod", a.KillPod, "createSandbox", a.CreateSandbox, "attempt", a.Attempt,
 		"start", len(a.ContainersToStart), "kill", len(a.ContainersToKill), "nextInit", a.NextInitContainerToStart != nil)
 
@@ -71,7 +71,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	if sandboxID == "" || (!a.CreateSandbox && a.KillPod) {
 		return result
 	}
-	if len(a.EphemeralContainersToStart) == 0 && a.NextInitContainerToStart == nil && len(a.ContainersToStart) == 0 {
+	if len(a.EphemeralContainersToStart) == 0 && a.NextInitContainerToStart == nil && len(a.ContainersToStart) == 0 && len(a.SidecarsToRestart) == 0 {
 		// Nothing to start (the steady state of a running pod): no sandbox
 		// config to build.
 		return result
@@ -102,7 +102,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 			return result
 		}
 	}
-	// Step 7.
+	// Step 7: sidecars that exited, then the app containers.
+	for _, c := range a.SidecarsToRestart {
+		start("sidecar", c)
+	}
 	for _, i := range a.ContainersToStart {
 		start("container", &pod.Spec.Containers[i])
 	}

@@ -223,8 +223,20 @@ func apiState(r *runtime.ContainerStatus, runtimeName string) v1.ContainerState 
 // restart policy once all have stopped.
 func Phase(pod *v1.Pod, inits, containers []v1.ContainerStatus) v1.PodPhase {
 	pendingInit, failedInit := 0, 0
+	appRan := false
+	for _, c := range containers {
+		appRan = appRan || c.ContainerID != ""
+	}
 	for _, c := range pod.Spec.InitContainers {
 		s := findStatus(inits, c.Name)
+		if runtime.IsSidecar(&c) {
+			// A sidecar counts once it runs and has started, or once the
+			// app containers ran (it is then restarted beside them).
+			if !appRan && (s == nil || s.State.Running == nil || s.Started == nil || !*s.Started) {
+				pendingInit++
+			}
+			continue
+		}
 		switch {
 		case s == nil:
 			pendingInit++
@@ -313,6 +325,12 @@ func conditions(pod *v1.Pod, rs *runtime.PodStatus, s *v1.PodStatus, prev *v1.Po
 	var notInit []string
 	for _, c := range pod.Spec.InitContainers {
 		st := findStatus(s.InitContainerStatuses, c.Name)
+		if runtime.IsSidecar(&c) {
+			if st == nil || st.State.Running == nil || st.Started == nil || !*st.Started {
+				notInit = append(notInit, c.Name)
+			}
+			continue
+		}
 		if st == nil || st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
 			notInit = append(notInit, c.Name)
 		}
@@ -324,7 +342,13 @@ func conditions(pod *v1.Pod, rs *runtime.PodStatus, s *v1.PodStatus, prev *v1.Po
 			break
 		}
 	}
+	// Sidecars count for readiness too, before the app containers.
 	var notReady []string
+	for _, c := range pod.Spec.InitContainers {
+		if st := findStatus(s.InitContainerStatuses, c.Name); runtime.IsSidecar(&c) && (st == nil || !st.Ready) {
+			notReady = append(notReady, c.Name)
+		}
+	}
 	for _, c := range pod.Spec.Containers {
 		st := findStatus(s.ContainerStatuses, c.Name)
 		if st == nil || !st.Ready {

@@ -1,0 +1,52 @@
+package runtime
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestComputePodActions_Sidecars(t *testing.T) {
+	pod := testPod("sidecar", v1.RestartPolicyNever, "app")
+	pod.Spec.InitContainers = []v1.Container{
+		{Name: "proxy", Image: "i", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)},
+		{Name: "setup", Image: "i"},
+	}
+	sandbox := []*SandboxStatus{{ID: "sb", Ready: true}}
+	st := func(cs ...*ContainerStatus) *PodStatus { return &PodStatus{Sandboxes: sandbox, Containers: cs} }
+	running := func(name string) *ContainerStatus { return &ContainerStatus{ID: name + "-1", Name: name, State: StateRunning} }
+	exited := func(name string, code int32) *ContainerStatus {
+		return &ContainerStatus{ID: name + "-1", Name: name, State: StateExited, ExitCode: code}
+	}
+	started := func(ok bool) Started { return func(*v1.Container, *ContainerStatus) bool { return ok } }
+
+	next := func(a podActions) string {
+		if a.NextInitContainerToStart == nil {
+			return ""
+		}
+		return a.NextInitContainerToStart.Name
+	}
+	if a := computePodActions(pod, st(), nil); next(a) != "proxy" {
+		t.Errorf("nothing yet: next %q, want the sidecar", next(a))
+	}
+	if a := computePodActions(pod, st(running("proxy")), started(false)); next(a) != "" || len(a.ContainersToStart) != 0 {
+		t.Errorf("sidecar not started yet: next %q, start %v; want to wait", next(a), a.ContainersToStart)
+	}
+	if a := computePodActions(pod, st(running("proxy")), started(true)); next(a) != "setup" {
+		t.Errorf("sidecar started: next %q, want the next init container without waiting for it to exit", next(a))
+	}
+	if a := computePodActions(pod, st(running("proxy"), exited("setup", 0)), started(true)); next(a) != "" || len(a.ContainersToStart) != 1 {
+		t.Errorf("init done: next %q, start %v; want the app container", next(a), a.ContainersToStart)
+	}
+	a := computePodActions(pod, st(exited("proxy", 1), exited("setup", 0), running("app")), started(true))
+	if len(a.SidecarsToRestart) != 1 || a.SidecarsToRestart[0].Name != "proxy" || a.KillPod {
+		t.Errorf("sidecar exited beside a running app: restart %v, kill pod %v; want the sidecar restarted", a.SidecarsToRestart, a.KillPod)
+	}
+	if a := computePodActions(pod, st(running("proxy"), exited("setup", 0), exited("app", 0)), started(true)); !a.KillPod {
+		t.Error("app done under restartPolicy Never: the sidecar is not stopped")
+	}
+	if !ShouldRestart(&pod.Spec.InitContainers[0], pod, st(exited("proxy", 0))) {
+		t.Error("a sidecar that exited 0 under restartPolicy Never is not restarted")
+	}
+}
