@@ -161,6 +161,17 @@ func (m *Manager) RemovePod(uid types.UID) {
 	}
 }
 
+// poke makes the container's liveness and readiness workers probe now.
+func (m *Manager) poke(uid types.UID, container string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, kind := range []Kind{Liveness, Readiness} {
+		if w, ok := m.workers[workerKey{uid, container, kind}]; ok {
+			w.poke()
+		}
+	}
+}
+
 // Stop stops every worker.
 func (m *Manager) Stop() {
 	m.mu.Lock()

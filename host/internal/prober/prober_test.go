@@ -169,3 +169,20 @@ func TestStartupGatesReadiness_HTTPAndTCP(t *testing.T) {
 		t.Errorf("killed: %v", rt.kills())
 	}
 }
+
+func TestStartupSuccessProbesReadinessAtOnce(t *testing.T) {
+	rt := &fakeRuntime{exit: 1}
+	st := &fakeStatuses{st: running("10.0.0.1", time.Now())}
+	m, _ := newManager(t, rt, st)
+	pod := probePod(v1.Container{
+		StartupProbe:   &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"started"}}}, PeriodSeconds: 1, FailureThreshold: 1000},
+		ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"ready"}}}, PeriodSeconds: 3600},
+	})
+	c := &pod.Spec.Containers[0]
+	m.UpdatePod(pod)
+	eventually(t, "the startup probe ran", func() bool { rt.mu.Lock(); defer rt.mu.Unlock(); return rt.execs > 0 })
+	rt.set(0)
+	// The readiness period is an hour: only the startup success can have
+	// made it probe.
+	eventually(t, "ready right after the startup probe passed", func() bool { return m.Ready(c, "containerd://abc") })
+}

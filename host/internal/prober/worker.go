@@ -18,6 +18,7 @@ type worker struct {
 	container string
 	pod       atomic.Pointer[v1.Pod]
 	done      chan struct{}
+	trigger   chan struct{} // probe now, not at the next tick
 	stopOnce  sync.Once
 
 	// Owned by the worker's goroutine.
@@ -28,7 +29,7 @@ type worker struct {
 }
 
 func newWorker(m *Manager, pod *v1.Pod, container string, kind Kind) *worker {
-	w := &worker{m: m, kind: kind, container: container, done: make(chan struct{})}
+	w := &worker{m: m, kind: kind, container: container, done: make(chan struct{}), trigger: make(chan struct{}, 1)}
 	w.pod.Store(pod)
 	return w
 }
@@ -77,7 +78,17 @@ func (w *worker) run() {
 		case <-w.done:
 			return
 		case <-t.C:
+		case <-w.trigger:
 		}
+	}
+}
+
+// poke makes the worker probe at once (a startup probe just passed, so
+// readiness need not wait a whole period).
+func (w *worker) poke() {
+	select {
+	case w.trigger <- struct{}{}:
+	default:
 	}
 }
 
@@ -181,6 +192,9 @@ func (w *worker) probeOnce() bool {
 		return true
 	}
 	if w.m.set(w.containerID, w.kind, success) && w.kind != Liveness {
+		if w.kind == Startup && success {
+			w.m.poke(pod.UID, w.container)
+		}
 		w.m.changed(pod)
 	}
 	if !success && (w.kind == Liveness || w.kind == Startup) {
