@@ -15,7 +15,9 @@ func TestComputePodActions_Sidecars(t *testing.T) {
 	}
 	sandbox := []*SandboxStatus{{ID: "sb", Ready: true}}
 	st := func(cs ...*ContainerStatus) *PodStatus { return &PodStatus{Sandboxes: sandbox, Containers: cs} }
-	running := func(name string) *ContainerStatus { return &ContainerStatus{ID: name + "-1", Name: name, State: StateRunning} }
+	running := func(name string) *ContainerStatus {
+		return &ContainerStatus{ID: name + "-1", Name: name, State: StateRunning}
+	}
 	exited := func(name string, code int32) *ContainerStatus {
 		return &ContainerStatus{ID: name + "-1", Name: name, State: StateExited, ExitCode: code}
 	}
