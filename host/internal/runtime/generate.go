@@ -47,6 +47,9 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 	if !pod.Spec.HostNetwork {
 		c.Hostname = sandboxHostname(pod, m.cfg.ClusterDomain)
 	}
+	// A sandbox holding a privileged container must be privileged itself
+	// (containerd refuses the container otherwise), as the kubelet makes it.
+	c.Linux.SecurityContext.Privileged = hasPrivilegedContainer(pod)
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		c.Linux.SecurityContext.RunAsUser = int64Value(sc.RunAsUser)
 		c.Linux.SecurityContext.RunAsGroup = int64Value(sc.RunAsGroup)
@@ -79,6 +82,23 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 		}
 	}
 	return c
+}
+
+// hasPrivilegedContainer reports whether any container of the pod (init,
+// app or ephemeral) asks to be privileged.
+func hasPrivilegedContainer(pod *v1.Pod) bool {
+	priv := func(sc *v1.SecurityContext) bool { return sc != nil && sc.Privileged != nil && *sc.Privileged }
+	for _, c := range append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if priv(c.SecurityContext) {
+			return true
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if priv(c.SecurityContext) {
+			return true
+		}
+	}
+	return false
 }
 
 func int64Value(p *int64) *runtimeapi.Int64Value {

@@ -3,21 +3,28 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	criclient "k8s.io/cri-client/pkg"
 	utilexec "k8s.io/utils/exec"
 )
 
 // ExecSync runs cmd in the container (by runtime ID) within timeout and
 // returns its stdout and stderr together and its exit code; a non-zero
-// exit is not an error. It is what exec probes run.
+// exit is not an error, a timeout is one that wraps
+// context.DeadlineExceeded. It is what exec probes run.
 func (m *Manager) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, int, error) {
 	stdout, stderr, err := m.rs.ExecSync(ctx, containerID, cmd, timeout)
 	out := append(stdout, stderr...)
 	var exit utilexec.CodeExitError
 	if errors.As(err, &exit) {
 		return out, exit.Code, nil
+	}
+	if errors.Is(err, criclient.ErrCommandTimedOut) {
+		// Timed out: a failed probe, as the kubelet counts it.
+		return out, -1, fmt.Errorf("%w: %v", context.DeadlineExceeded, err)
 	}
 	if err != nil {
 		return out, -1, err

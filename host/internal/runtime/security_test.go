@@ -65,3 +65,15 @@ func TestVerifyRunAsNonRoot(t *testing.T) {
 		}
 	}
 }
+
+func TestSandboxPrivileged(t *testing.T) {
+	m := &Manager{}
+	pod := testPod("priv", v1.RestartPolicyNever, "a", "b")
+	if m.sandboxConfig(pod, 0).Linux.SecurityContext.Privileged {
+		t.Error("a sandbox of unprivileged containers is privileged")
+	}
+	pod.Spec.Containers[1].SecurityContext = &v1.SecurityContext{Privileged: ptr.To(true)}
+	if !m.sandboxConfig(pod, 0).Linux.SecurityContext.Privileged {
+		t.Error("a sandbox holding a privileged container is not privileged (containerd refuses the container)")
+	}
+}
