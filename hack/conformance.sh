@@ -123,6 +123,19 @@ conformance_images() {
 	chmod -R u+w "$r/agnhost"
 	"$out/bin/mkimage" -o "$out/images/conf-agnhost.tar" -ref registry.k8s.io/e2e-test-images/agnhost:2.63.0 \
 		-entrypoint /agnhost -cmd pause "$r/agnhost"
+	# glibc-dns-testing: busybox with Debian's glibc hostname (and the
+	# libraries it links), whose -f resolves the FQDN through /etc/hosts as
+	# the upstream image's does.
+	cp -a "$r/busybox" "$r/glibc-dns"
+	rm -f "$r/glibc-dns/bin/hostname"
+	cp /bin/hostname "$r/glibc-dns/bin/hostname"
+	for lib in $(ldd /bin/hostname | grep -o '/[^ ]*'); do
+		mkdir -p "$r/glibc-dns$(dirname "$lib")" && cp -L "$lib" "$r/glibc-dns$lib"
+	done
+	printf 'hosts: files dns\n' >"$r/glibc-dns/etc/nsswitch.conf"
+	chmod -R u+w "$r/glibc-dns"
+	"$out/bin/mkimage" -o "$out/images/conf-glibc-dns.tar" -ref registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0 \
+		-entrypoint /bin/sh "$r/glibc-dns"
 	# pause: the project's own, under the sandbox image name.
 	mkdir -p "$r/pause"
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$r/pause/pause" ./hack/pause
@@ -145,7 +158,7 @@ run_node() {
 	admin=$d/cp/admin.kubeconfig
 	kc=$(hack/apiserver/cluster.sh node "$d/cp" "$nodename")
 	ep=$(hack/containerd/up.sh "$d/ctrd" registry.k8s.io/pause:3.10.2)
-	for i in busybox nonroot nonewprivs agnhost pause; do
+	for i in busybox nonroot nonewprivs agnhost glibc-dns pause; do
 		ctr --address "$d/ctrd/c.sock" -n k8s.io images import "$out/images/conf-$i.tar" >/dev/null
 	done
 	ctr --address "$d/ctrd/c.sock" -n k8s.io images tag registry.k8s.io/e2e-test-images/agnhost:2.63.0 \

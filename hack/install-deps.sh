@@ -4,7 +4,7 @@
 set -euo pipefail
 # curl, openssl and iproute2: the control plane scripts (PKI, health checks) and
 # the conformance node (its IP; the agnhost image carries the host's curl).
-pkgs=(clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32 wabt containerd runc containernetworking-plugins etcd-server curl openssl iproute2)
+pkgs=(clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32 wabt containerd runc containernetworking-plugins etcd-server curl openssl iproute2 hostname)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
