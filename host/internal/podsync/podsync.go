@@ -7,6 +7,7 @@ package podsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -186,6 +187,7 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 		}
 	}
 	res := s.cfg.Runtime.SyncPod(ctx, p, rs, s.cfg.BackOff)
+	s.stepEvents(p, res)
 	if s.cfg.Probes != nil {
 		s.cfg.Probes.UpdatePod(p)
 	}
@@ -199,6 +201,23 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 	}
 	s.observeStart(p, &api)
 	return res.Error()
+}
+
+// stepEvents records the kubelet's events for failed container starts:
+// "Failed" ("Error: <message>") when the container could not be made or
+// run, "BackOff" while it is in crash-loop or image-pull back-off.
+func (s *Syncer) stepEvents(p *v1.Pod, res runtime.SyncResult) {
+	for _, st := range res.Steps {
+		switch {
+		case st.Err == nil:
+		case errors.Is(st.Err, runtime.ErrCrashLoopBackOff):
+			s.cfg.Events.Event(p, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container "+st.Target+" in pod "+p.Name+"_"+p.Namespace+"("+string(p.UID)+")")
+		case errors.Is(st.Err, runtime.ErrImagePullBackOff):
+			s.cfg.Events.Event(p, v1.EventTypeNormal, "BackOff", st.Message)
+		case st.Action == "StartContainer":
+			s.cfg.Events.Event(p, v1.EventTypeWarning, "Failed", "Error: "+st.Message)
+		}
+	}
 }
 
 // pastActiveDeadline reports whether a pod still running has been active

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 func TestPastActiveDeadline(t *testing.T) {
@@ -29,5 +31,30 @@ func TestPastActiveDeadline(t *testing.T) {
 		if got := pastActiveDeadline(c.pod, c.st, start.Add(c.at)); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+type recorded struct{ events []string }
+
+func (r *recorded) Event(_ *v1.Pod, eventType, reason, message string) {
+	r.events = append(r.events, eventType+" "+reason+": "+message)
+}
+
+func TestStepEvents(t *testing.T) {
+	rec := &recorded{}
+	s := &Syncer{cfg: Config{Events: rec}}
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
+	s.stepEvents(p, runtime.SyncResult{Steps: []runtime.StepResult{
+		{Action: "CreatePodSandbox", Target: "ns/p"},
+		{Action: "StartContainer", Target: "a", Err: runtime.ErrCreateContainerConfig, Message: "container has runAsNonRoot and image will run as root"},
+		{Action: "StartContainer", Target: "b", Err: runtime.ErrCrashLoopBackOff, Message: "back-off 10s"},
+		{Action: "StartContainer", Target: "c"},
+	}})
+	want := []string{
+		"Warning Failed: Error: container has runAsNonRoot and image will run as root",
+		"Warning BackOff: Back-off restarting failed container b in pod p_ns(u)",
+	}
+	if len(rec.events) != len(want) || rec.events[0] != want[0] || rec.events[1] != want[1] {
+		t.Errorf("events %q, want %q", rec.events, want)
 	}
 }

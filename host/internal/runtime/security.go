@@ -194,10 +194,14 @@ func (m *Manager) checkNonRoot(ctx context.Context, pod *v1.Pod, c *v1.Container
 	if err != nil {
 		return fmt.Errorf("image status of %q: %w", c.Image, err)
 	}
-	var uid *int64
+	// The kubelet's getImageUser: the image's uid, else its user name,
+	// else (neither set) root.
+	uid, name := new(int64), ""
 	if u := st.GetImage().GetUid(); u != nil {
 		v := u.Value
 		uid = &v
+	} else if n := st.GetImage().GetUsername(); n != "" {
+		uid, name = nil, n
 	}
-	return verifyRunAsNonRoot(pod, c, uid, st.GetImage().GetUsername())
+	return verifyRunAsNonRoot(pod, c, uid, name)
 }
