@@ -177,6 +177,11 @@ func containerStatuses(in Input, rs *runtime.PodStatus, specs []v1.Container, pr
 				cs.Ready = false
 			}
 		}
+		if init && !runtime.IsSidecar(c) {
+			// An init container is ready once it has completed, as the
+			// kubelet reports it; a running one is not.
+			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+		}
 		out = append(out, cs)
 	}
 	return out

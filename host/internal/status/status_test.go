@@ -172,3 +172,25 @@ func TestManager_SetPodStatus(t *testing.T) {
 		t.Errorf("rejected = %+v", r)
 	}
 }
+
+func TestGenerate_InitAndSidecarStatuses(t *testing.T) {
+	p := pod(v1.RestartPolicyAlways, []string{"setup"}, "app")
+	always := v1.ContainerRestartPolicyAlways
+	p.Spec.InitContainers = append([]v1.Container{{Name: "proxy", Image: "img", RestartPolicy: &always}}, p.Spec.InitContainers...)
+	// The sidecar runs, the init container is still running: not initialized.
+	s := Generate(Input{Pod: p, Runtime: rs(running("proxy"), running("setup")), Now: t0})
+	if s.InitContainerStatuses[1].Ready {
+		t.Error("a running init container is ready")
+	}
+	if s.Phase != v1.PodPending || s.Conditions[1].Status != v1.ConditionFalse {
+		t.Errorf("phase %s, initialized %s; want Pending, False", s.Phase, s.Conditions[1].Status)
+	}
+	// The init container completed, the sidecar runs, the app runs.
+	s = Generate(Input{Pod: p, Runtime: rs(running("proxy"), exited("setup", 0, 0), running("app")), Now: t0})
+	if !s.InitContainerStatuses[1].Ready || !s.InitContainerStatuses[0].Ready {
+		t.Errorf("completed init container ready %v, running sidecar ready %v; want both", s.InitContainerStatuses[1].Ready, s.InitContainerStatuses[0].Ready)
+	}
+	if s.Phase != v1.PodRunning || s.Conditions[1].Status != v1.ConditionTrue || s.Conditions[2].Status != v1.ConditionTrue {
+		t.Errorf("phase %s, initialized %s, ready %s; want Running, True, True", s.Phase, s.Conditions[1].Status, s.Conditions[2].Status)
+	}
+}
