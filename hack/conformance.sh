@@ -9,7 +9,8 @@
 #   PARALLEL=N                 specs at once, one e2e.test process each (default 3)
 #   SPEC_TIMEOUT=D             limit per spec process (default 30m: the [Slow] back-off
 #                              specs take over 10 min on the kubelet)
-#   KUBELET_PORT=N             the node's kubelet API port (default 10250); with
+#   KUBELET_PORT=N             the node's kubelet API port (default 10250), and
+#   READ_ONLY_PORT=N           wasmlet's read-only port (default 10255); with
 #                              cluster.sh's APISERVER_PORT, ETCD_PORT, ETCD_PEER_PORT,
 #                              KCM_PORT and SCHEDULER_PORT, two runs can share a machine
 #
@@ -32,6 +33,7 @@ PARALLEL=${PARALLEL:-3}
 # The node's kubelet API port; the control plane's ports are cluster.sh's
 # (APISERVER_PORT, ETCD_PORT, …), so two runs can share the machine.
 kubelet_port=${KUBELET_PORT:-10250}
+read_only_port=${READ_ONLY_PORT:-10255} # wasmlet's /healthz, /pods, /metrics
 SPEC_TIMEOUT=${SPEC_TIMEOUT:-30m}
 case $NODE in wasmlet | kubelet) nodes=$NODE ;; both) nodes="wasmlet kubelet" ;; *)
 	log "NODE must be wasmlet, kubelet or both"; exit 2 ;;
@@ -168,7 +170,7 @@ run_node() {
 	case $node in
 	wasmlet)
 		"$repo/bin/wasmlet" run --node-name "$nodename" --kubeconfig "$kc" --container-runtime-endpoint "$ep" \
-			--root-dir "$d/root" --pod-logs-dir "$d/logs" --read-only-port 10255 \
+			--root-dir "$d/root" --pod-logs-dir "$d/logs" --read-only-port "$read_only_port" \
 			--port "$kubelet_port" --client-ca-file "$d/cp/pki/ca.crt" --cluster-domain cluster.local >"$d/node.log" 2>&1 &
 		;;
 	kubelet)
