@@ -505,3 +505,19 @@ func fmtEnv(env []EnvVar) string {
 	}
 	return b.String()
 }
+
+func TestEnvHostNetworkPodIP(t *testing.T) {
+	r := New(Config{HostIPs: []string{"192.0.2.7"}})
+	pod := &v1.Pod{Spec: v1.PodSpec{HostNetwork: true}}
+	c := &v1.Container{Name: "c", Env: []v1.EnvVar{
+		{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		{Name: "HOST_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
+	}}
+	env, err := r.Env(context.Background(), pod, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(env) != 2 || env[0].Value != "192.0.2.7" || env[1].Value != "192.0.2.7" {
+		t.Errorf("host-network env %v: want the node's IP as pod and host IP", env)
+	}
+}

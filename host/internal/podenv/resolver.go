@@ -92,6 +92,10 @@ func (r *Resolver) nodeIPs() []string {
 // reads as the kubelet's; the kubelet reports it as the container's
 // CreateContainerConfigError.
 func (r *Resolver) Env(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]EnvVar, error) {
+	if pod.Spec.HostNetwork && len(podIPs) == 0 {
+		// A host-network pod's IPs are the node's, as its status shows.
+		podIPs = r.nodeIPs()
+	}
 	svc, err := r.serviceEnv(pod)
 	if err != nil {
 		return nil, err
