@@ -364,9 +364,17 @@ func conditions(pod *v1.Pod, rs *runtime.PodStatus, s *v1.PodStatus, prev *v1.Po
 	if len(notReady) > 0 {
 		readyReason, readyMsg = "ContainersNotReady", fmt.Sprintf("containers with unready status: [%s]", strings.Join(notReady, " "))
 	}
-	ready := len(notReady) == 0
+	containersReady := len(notReady) == 0
+	ready := containersReady
+	cReason, cMsg := readyReason, readyMsg
+	// Readiness gates: conditions other controllers set on the pod's API
+	// status must be True too (they do not touch ContainersReady).
+	if gateMsg := readinessGates(pod); ready && gateMsg != "" {
+		ready, readyReason, readyMsg = false, "ReadinessGatesNotReady", gateMsg
+	}
 	if s.Phase == v1.PodSucceeded || s.Phase == v1.PodFailed {
 		ready, readyReason, readyMsg = false, "PodCompleted", ""
+		containersReady, cReason, cMsg = false, "PodCompleted", ""
 	}
 	initReason, initMsg := "", ""
 	if len(notInit) > 0 {
@@ -383,9 +391,30 @@ func conditions(pod *v1.Pod, rs *runtime.PodStatus, s *v1.PodStatus, prev *v1.Po
 		cond(v1.PodReadyToStartContainers, sandboxReady, "", ""),
 		initCond,
 		cond(v1.PodReady, ready, readyReason, readyMsg),
-		cond(v1.ContainersReady, ready, readyReason, readyMsg),
+		cond(v1.ContainersReady, containersReady, cReason, cMsg),
 		cond(v1.PodScheduled, true, "", ""),
 	}
+}
+
+// readinessGates is why the pod's readiness gates keep it not ready (the
+// kubelet's messages), "" when every gate's condition is True.
+func readinessGates(pod *v1.Pod) string {
+	var msgs []string
+	for _, g := range pod.Spec.ReadinessGates {
+		var found *v1.PodCondition
+		for i := range pod.Status.Conditions {
+			if pod.Status.Conditions[i].Type == g.ConditionType {
+				found = &pod.Status.Conditions[i]
+			}
+		}
+		switch {
+		case found == nil:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case found.Status != v1.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, found.Status))
+		}
+	}
+	return strings.Join(msgs, ", ")
 }
 
 // QOSClass is the pod's QoS class: BestEffort without any request or

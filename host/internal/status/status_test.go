@@ -1,6 +1,7 @@
 package status
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -192,5 +193,22 @@ func TestGenerate_InitAndSidecarStatuses(t *testing.T) {
 	}
 	if s.Phase != v1.PodRunning || s.Conditions[1].Status != v1.ConditionTrue || s.Conditions[2].Status != v1.ConditionTrue {
 		t.Errorf("phase %s, initialized %s, ready %s; want Running, True, True", s.Phase, s.Conditions[1].Status, s.Conditions[2].Status)
+	}
+}
+
+func TestGenerate_ReadinessGates(t *testing.T) {
+	p := pod(v1.RestartPolicyAlways, nil, "a")
+	p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/one"}, {ConditionType: "example.com/two"}}
+	p.Status.Conditions = []v1.PodCondition{{Type: "example.com/one", Status: v1.ConditionTrue}}
+	s := Generate(Input{Pod: p, Runtime: rs(running("a")), Now: t0})
+	if s.Conditions[2].Status != v1.ConditionFalse || s.Conditions[2].Reason != "ReadinessGatesNotReady" || !strings.Contains(s.Conditions[2].Message, `"example.com/two" does not exist`) {
+		t.Errorf("Ready with a missing gate: %+v", s.Conditions[2])
+	}
+	if s.Conditions[3].Status != v1.ConditionTrue {
+		t.Errorf("ContainersReady follows the containers only: %+v", s.Conditions[3])
+	}
+	p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: "example.com/two", Status: v1.ConditionTrue})
+	if s := Generate(Input{Pod: p, Runtime: rs(running("a")), Now: t0}); s.Conditions[2].Status != v1.ConditionTrue {
+		t.Errorf("Ready with both gates True: %+v", s.Conditions[2])
 	}
 }

@@ -344,9 +344,16 @@ func (l *Loop) removes(pods []*v1.Pod) {
 
 // reconcile records pods of which only the status changed.
 func (l *Loop) reconcile(pods []*v1.Pod) {
+	var gated []*v1.Pod
 	for _, p := range pods {
 		l.cfg.Pods.UpdatePod(p)
+		if len(p.Spec.ReadinessGates) > 0 {
+			gated = append(gated, p)
+		}
 	}
+	// A status change of a pod with readiness gates may flip its Ready
+	// condition: sync it now, as the kubelet reconciles pod readiness.
+	l.syncs(gated)
 }
 
 // syncs asks the pods' workers for a sync (a termination for a pod being
