@@ -189,8 +189,9 @@ func (m *Manager) volumeMounts(pod *v1.Pod, c *v1.Container, env []podenv.EnvVar
 			if filepath.IsAbs(sub) || slices.Contains(strings.Split(filepath.ToSlash(sub), "/"), "..") {
 				return nil, fmt.Errorf("container %s: volume %q: subPath %q escapes the volume", c.Name, vm.Name, sub)
 			}
+			root := host
 			host = filepath.Join(host, sub)
-			if err := subPathTarget(host); err != nil {
+			if err := subPathTarget(root, host); err != nil {
 				return nil, fmt.Errorf("container %s: volume %q: subPath %q: %w", c.Name, vm.Name, sub, err)
 			}
 		}
@@ -208,14 +209,19 @@ func (m *Manager) volumeMounts(pod *v1.Pod, c *v1.Container, env []podenv.EnvVar
 	return mounts, nil
 }
 
-// subPathTarget makes a missing subPath a directory (world-writable, as
-// the kubelet makes it) so the bind mount has a source.
-func subPathTarget(path string) error {
+// subPathTarget makes a missing subPath a directory with the volume
+// root's mode, setgid and sticky bits included (as the kubelet's
+// SafeMakeDir makes it), so the bind mount has a source.
+func subPathTarget(root, path string) error {
 	if _, err := os.Lstat(path); err == nil || !os.IsNotExist(err) {
+		return err
+	}
+	fi, err := os.Stat(root)
+	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(path, 0o750); err != nil {
 		return err
 	}
-	return os.Chmod(path, 0o777)
+	return os.Chmod(path, fi.Mode()&(os.ModePerm|os.ModeSetgid|os.ModeSetuid|os.ModeSticky))
 }

@@ -91,3 +91,24 @@ func TestWriteHostsFile(t *testing.T) {
 		t.Errorf("hostnameOverride: %q", h)
 	}
 }
+
+func TestSubPathTargetTakesTheVolumeMode(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "vol")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, 0o777|os.ModeSetgid|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(root, "a", "b")
+	if err := subPathTarget(root, sub); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 0o777 | os.ModeSetgid | os.ModeSticky | os.ModeDir; fi.Mode() != want {
+		t.Errorf("subPath mode %v, want the volume's %v", fi.Mode(), want)
+	}
+}

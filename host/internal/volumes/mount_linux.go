@@ -12,19 +12,22 @@ import (
 )
 
 // mountTmpfs mounts a tmpfs on dir unless one already is (size 0: the
-// kernel's default, half the memory).
-func mountTmpfs(dir string, size int64) error {
+// kernel's default, half the memory; mode "": tmpfs's default, 1777).
+func mountTmpfs(dir string, size int64, mode string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if mounted, err := isMountPoint(dir); err != nil || mounted {
 		return err
 	}
-	opts := "mode=0755"
-	if size > 0 {
-		opts += ",size=" + strconv.FormatInt(size, 10)
+	var opts []string
+	if mode != "" {
+		opts = append(opts, "mode="+mode)
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	if size > 0 {
+		opts = append(opts, "size="+strconv.FormatInt(size, 10))
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, strings.Join(opts, ",")); err != nil {
 		return fmt.Errorf("mount tmpfs on %s: %w", dir, err)
 	}
 	return nil

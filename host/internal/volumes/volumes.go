@@ -290,7 +290,7 @@ func (m *Manager) setUp(ctx context.Context, pod *v1.Pod, v *v1.Volume) error {
 // does; where the agent may not mount (no CAP_SYS_ADMIN), the volume stays
 // on disk and that is logged.
 func (m *Manager) memoryBacked(dir string) {
-	if err := mountTmpfs(dir, 0); err != nil {
+	if err := mountTmpfs(dir, 0, "0755"); err != nil {
 		m.log.Warn("secret volume kept on disk: cannot mount a tmpfs", "dir", dir, "error", err)
 	}
 }
@@ -311,7 +311,8 @@ func setUpEmptyDir(dir string, src *v1.EmptyDirVolumeSource, gid *int64) error {
 		if src.SizeLimit != nil {
 			size = src.SizeLimit.Value()
 		}
-		if err := mountTmpfs(dir, size); err != nil {
+		// tmpfs's own root mode, 1777, as the kubelet mounts it.
+		if err := mountTmpfs(dir, size, ""); err != nil {
 			return err
 		}
 	default:
@@ -320,8 +321,14 @@ func setUpEmptyDir(dir string, src *v1.EmptyDirVolumeSource, gid *int64) error {
 	if !fresh {
 		return nil
 	}
-	if err := os.Chmod(dir, 0o777); err != nil {
+	// Make it world-writable if it is not; other bits (tmpfs's sticky
+	// bit) stay, as the kubelet leaves them.
+	if fi, err := os.Stat(dir); err != nil {
 		return err
+	} else if fi.Mode().Perm() != 0o777 {
+		if err := os.Chmod(dir, fi.Mode()&(os.ModeSticky|os.ModeSetgid)|0o777); err != nil {
+			return err
+		}
 	}
 	if gid != nil {
 		return setOwnership(dir, *gid, false)
