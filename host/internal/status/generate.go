@@ -125,8 +125,11 @@ func containerStatuses(in Input, rs *runtime.PodStatus, specs []v1.Container, pr
 	for i := range specs {
 		c := &specs[i]
 		cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+		// The kubelet's default waiting reason, for app and init
+		// containers alike: PodInitializing when the pod has init
+		// containers.
 		waitReason := "ContainerCreating"
-		if !init && len(pod.Spec.InitContainers) > 0 {
+		if len(pod.Spec.InitContainers) > 0 {
 			waitReason = "PodInitializing"
 		}
 		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: waitReason}
