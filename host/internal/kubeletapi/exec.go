@@ -2,7 +2,10 @@ package kubeletapi
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 // exec serves GET|POST /exec/{namespace}/{pod}[/{uid}]/{container}: the
@@ -10,22 +13,9 @@ import (
 // the streams the query asks for, over the connection upgraded to the
 // runtime's streaming server.
 func (h *streamHandlers) exec(w http.ResponseWriter, r *http.Request) {
-	opts, err := parseStreamOptions(r.URL.Query())
-	if err != nil {
-		writeText(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	container := r.PathValue("container")
-	pod, ok := h.pod(w, r, container)
-	if !ok {
-		return
-	}
-	u, err := h.st.ExecURL(r.Context(), pod, container, r.URL.Query()[streamCommandParam], opts.stdin, opts.stdout, opts.stderr, opts.tty)
-	if err != nil {
-		h.writeStreamingError(w, r, err)
-		return
-	}
-	h.proxy(w, r, u)
+	h.stream(w, r, func(pod *v1.Pod, container string, o streamOptions) (*url.URL, error) {
+		return h.st.ExecURL(r.Context(), pod, container, r.URL.Query()[streamCommandParam], o.stdin, o.stdout, o.stderr, o.tty)
+	})
 }
 
 // attach serves GET|POST /attach/{namespace}/{pod}[/{uid}]/{container}: the
@@ -33,6 +23,15 @@ func (h *streamHandlers) exec(w http.ResponseWriter, r *http.Request) {
 // query asks for. Whether there is a terminal is the container spec's TTY,
 // as in the kubelet: a running process's terminal cannot change.
 func (h *streamHandlers) attach(w http.ResponseWriter, r *http.Request) {
+	h.stream(w, r, func(pod *v1.Pod, container string, o streamOptions) (*url.URL, error) {
+		return h.st.AttachURL(r.Context(), pod, container, o.stdin, o.stdout, o.stderr, specTTY(pod, container))
+	})
+}
+
+// stream is what exec and attach share: the streams from the query (400
+// when bad), the pod and container (404 when unknown), the runtime's
+// streaming URL from streamURL, and the upgraded connection proxied to it.
+func (h *streamHandlers) stream(w http.ResponseWriter, r *http.Request, streamURL func(*v1.Pod, string, streamOptions) (*url.URL, error)) {
 	opts, err := parseStreamOptions(r.URL.Query())
 	if err != nil {
 		writeText(w, http.StatusBadRequest, err.Error())
@@ -43,7 +42,7 @@ func (h *streamHandlers) attach(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	u, err := h.st.AttachURL(r.Context(), pod, container, opts.stdin, opts.stdout, opts.stderr, specTTY(pod, container))
+	u, err := streamURL(pod, container, opts)
 	if err != nil {
 		h.writeStreamingError(w, r, err)
 		return

@@ -133,7 +133,6 @@ func httpProbe(ctx context.Context, c *v1.Container, h *v1.HTTPGetAction, podIP 
 		}
 		req.Header.Add(hd.Name, hd.Value)
 	}
-	var warning string
 	client := &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
@@ -145,8 +144,7 @@ func httpProbe(ctx context.Context, c *v1.Container, h *v1.HTTPGetAction, podIP 
 		// a redirect elsewhere is a success with a warning.
 		CheckRedirect: func(r *http.Request, via []*http.Request) error {
 			if r.URL.Hostname() != u.Hostname() {
-				warning = fmt.Sprintf("Probe terminated redirects, Response body: %s", "")
-				return http.ErrUseLastResponse
+				return http.ErrUseLastResponse // the 3xx answer below
 			}
 			if len(via) >= 10 {
 				return errors.New("stopped after 10 redirects")
@@ -161,7 +159,7 @@ func httpProbe(ctx context.Context, c *v1.Container, h *v1.HTTPGetAction, podIP 
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if resp.StatusCode >= http.StatusOK && resp.StatusCode < http.StatusBadRequest {
-		if warning != "" || (resp.StatusCode >= 300 && resp.StatusCode < 400) {
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 			return outcome{resultWarning, fmt.Sprintf("Probe terminated redirects, Response body: %s", body)}
 		}
 		return outcome{resultSuccess, string(body)}
