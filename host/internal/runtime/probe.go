@@ -37,16 +37,5 @@ func (m *Manager) ExecSync(ctx context.Context, containerID string, cmd []string
 // liveness or startup probe asks; the next sync restarts it as the
 // restart policy says.
 func (m *Manager) KillContainer(ctx context.Context, pod *v1.Pod, container, containerID, message string, gracePeriod *int64) error {
-	var spec *v1.Container
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == container {
-			spec = &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == container {
-			spec = &pod.Spec.InitContainers[i]
-		}
-	}
-	return m.killContainer(ctx, pod, spec, containerID, message, gracePeriod)
+	return m.killContainer(ctx, pod, findSpec(pod, container), containerID, message, gracePeriod)
 }
