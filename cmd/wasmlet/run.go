@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -47,9 +48,14 @@ type fileConfig struct {
 	FileCheckFrequency       *metav1.Duration `json:"fileCheckFrequency,omitempty"`
 	PodObjectsDir            *string          `json:"podObjectsDir,omitempty"`
 	ClusterDomain            *string          `json:"clusterDomain,omitempty"`
+	ClusterDNS               []string         `json:"clusterDNS,omitempty"`
+	ResolvConf               *string          `json:"resolvConf,omitempty"`
 	PluginDir                *string          `json:"pluginDir,omitempty"`
 	ContainerRuntimeEndpoint *string          `json:"containerRuntimeEndpoint,omitempty"`
 	ImageServiceEndpoint     *string          `json:"imageServiceEndpoint,omitempty"`
+	CgroupsPerQOS            *bool            `json:"cgroupsPerQOS,omitempty"`
+	CgroupDriver             *string          `json:"cgroupDriver,omitempty"`
+	CgroupRoot               *string          `json:"cgroupRoot,omitempty"`
 	RuntimeRequestTimeout    *metav1.Duration `json:"runtimeRequestTimeout,omitempty"`
 	RootDir                  *string          `json:"rootDir,omitempty"`
 	PodLogsDir               *string          `json:"podLogsDir,omitempty"`
@@ -90,9 +96,25 @@ func runFlags(c *agent.Config, lo *logOptions, configFile *string) *flag.FlagSet
 	fs.DurationVar(&c.FileCheckFrequency, "file-check-frequency", c.FileCheckFrequency, "period of the full re-read of the static pod directory, besides its watch")
 	fs.StringVar(&c.PodObjectsDir, "pod-objects-dir", c.PodObjectsDir, "standalone only: directory of ConfigMap and Secret manifests (YAML/JSON) that static pods' volumes and env may reference")
 	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "the cluster's DNS domain (e.g. cluster.local), for pods' FQDNs in /etc/hosts")
+	fs.Func("cluster-dns", "comma-separated IPs of the cluster DNS servers, given to ClusterFirst pods (default: none, such pods get the host's resolver)", func(v string) error {
+		c.ClusterDNS = nil
+		for _, ip := range strings.Split(v, ",") {
+			if ip = strings.TrimSpace(ip); ip != "" {
+				if net.ParseIP(ip) == nil {
+					return fmt.Errorf("%q is not an IP address", ip)
+				}
+				c.ClusterDNS = append(c.ClusterDNS, ip)
+			}
+		}
+		return nil
+	})
+	fs.StringVar(&c.ResolvConf, "resolv-conf", c.ResolvConf, "the host's resolver file that Default pods copy; empty gives them 127.0.0.1")
 	fs.StringVar(&c.PluginDir, "plugin-dir", c.PluginDir, "directory of .wasm plugins and their manifests; empty loads none")
 	fs.StringVar(&c.RuntimeEndpoint, "container-runtime-endpoint", c.RuntimeEndpoint, "CRI endpoint, e.g. unix:///run/containerd/containerd.sock; empty runs the embedded WASI runtime")
 	fs.StringVar(&c.ImageEndpoint, "image-service-endpoint", c.ImageEndpoint, "CRI image service endpoint (default: the runtime endpoint)")
+	fs.BoolVar(&c.CgroupsPerQOS, "cgroups-per-qos", c.CgroupsPerQOS, "run each pod of a CRI runtime under its own cgroup in the kubelet's kubepods/<qos>/pod<uid> hierarchy, with the pod's limits")
+	fs.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver, "cgroup driver of the runtime: cgroupfs or systemd")
+	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "the cgroup the kubepods hierarchy is made under")
 	fs.DurationVar(&c.RuntimeRequestTimeout, "runtime-request-timeout", c.RuntimeRequestTimeout, "timeout of each CRI call")
 	fs.StringVar(&c.RootDir, "root-dir", c.RootDir, "the agent's state: pod directories, plugin cache, the embedded runtime")
 	fs.StringVar(&c.PodLogsDir, "pod-logs-dir", c.PodLogsDir, "container logs, as <dir>/<namespace>_<pod>_<uid>/<container>/<restart>.log")
@@ -180,8 +202,17 @@ func applyConfigFile(path string, cfg *agent.Config, lo *logOptions) error {
 	setString(&cfg.PluginDir, f.PluginDir)
 	setString(&cfg.PodObjectsDir, f.PodObjectsDir)
 	setString(&cfg.ClusterDomain, f.ClusterDomain)
+	setString(&cfg.ResolvConf, f.ResolvConf)
+	if f.ClusterDNS != nil {
+		cfg.ClusterDNS = f.ClusterDNS
+	}
 	setString(&cfg.RuntimeEndpoint, f.ContainerRuntimeEndpoint)
 	setString(&cfg.ImageEndpoint, f.ImageServiceEndpoint)
+	setString(&cfg.CgroupDriver, f.CgroupDriver)
+	setString(&cfg.CgroupRoot, f.CgroupRoot)
+	if f.CgroupsPerQOS != nil {
+		cfg.CgroupsPerQOS = *f.CgroupsPerQOS
+	}
 	setString(&cfg.RootDir, f.RootDir)
 	setString(&cfg.PodLogsDir, f.PodLogsDir)
 	setString(&cfg.Address, f.Address)

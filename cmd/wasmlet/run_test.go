@@ -58,6 +58,11 @@ logJSON: true
 kubeconfig: /etc/wasmlet/node.kubeconfig
 nodeStatusUpdateFrequency: 20s
 nodeStatusReportFrequency: 1m
+clusterDNS: [10.96.0.10]
+resolvConf: /etc/wasmlet/resolv.conf
+cgroupsPerQOS: false
+cgroupDriver: systemd
+cgroupRoot: /wasmlet
 `)
 	readOnlyOff := writeFile(t, dir, "off.yaml", "kind: WasmletConfiguration\nreadOnlyPort: 0\n")
 	typo := writeFile(t, dir, "typo.yaml", "kind: WasmletConfiguration\nstaticPodPaht: /x\n")
@@ -101,7 +106,8 @@ nodeStatusReportFrequency: 1m
 				RuntimeRequestTimeout: 30 * time.Second, RootDir: "/srv/wasmlet", PodLogsDir: "/srv/logs", SyncFrequency: 30 * time.Second,
 				HousekeepingInterval: 3 * time.Second, PLEGRelistPeriod: 500 * time.Millisecond, MaxPods: 50, Address: "0.0.0.0", ReadOnlyPort: 10256,
 				KubeConfig: "/etc/wasmlet/node.kubeconfig", KubeAPIQPS: d.KubeAPIQPS, KubeAPIBurst: d.KubeAPIBurst,
-				NodeStatusUpdateFrequency: 20 * time.Second, NodeStatusReportFrequency: time.Minute}
+				NodeStatusUpdateFrequency: 20 * time.Second, NodeStatusReportFrequency: time.Minute,
+				ClusterDNS: []string{"10.96.0.10"}, ResolvConf: "/etc/wasmlet/resolv.conf", CgroupDriver: "systemd", CgroupRoot: "/wasmlet"}
 			if fmt.Sprint(c) != fmt.Sprint(want) || lo.Level != "debug" || !lo.JSON {
 				return fmt.Sprintf("%+v %+v", c, lo)
 			}

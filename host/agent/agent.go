@@ -15,9 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wasmlet/wasmlet/host/internal/admission"
+	"github.com/wasmlet/wasmlet/host/internal/cgroups"
 	"github.com/wasmlet/wasmlet/host/internal/cluster"
 	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/config/file"
+	"github.com/wasmlet/wasmlet/host/internal/dns"
 	"github.com/wasmlet/wasmlet/host/internal/housekeeping"
 	"github.com/wasmlet/wasmlet/host/internal/node"
 	"github.com/wasmlet/wasmlet/host/internal/pleg"
@@ -245,13 +247,18 @@ func (a *Agent) Run(ctx context.Context) error {
 // connect dials the runtime, retrying every second until it answers or
 // ctx ends (containerd may start after the agent).
 func (a *Agent) connect(ctx context.Context, endpoint string) error {
+	rcfg := runtime.Config{
+		Endpoint: endpoint, ImageEndpoint: a.cfg.ImageEndpoint, Timeout: a.cfg.RuntimeRequestTimeout,
+		RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir, Logger: a.log.Named("runtime"),
+		Hooks: a.plugins.hooks(), Volumes: a.data.volumes, Env: a.data.env, ClusterDomain: a.cfg.ClusterDomain,
+		DNS: dns.New(dns.Config{ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, ResolvConf: a.cfg.ResolvConf}),
+	}
+	if err := a.podCgroups(&rcfg); err != nil {
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		rt, err := runtime.New(cctx, runtime.Config{
-			Endpoint: endpoint, ImageEndpoint: a.cfg.ImageEndpoint, Timeout: a.cfg.RuntimeRequestTimeout,
-			RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir, Logger: a.log.Named("runtime"),
-			Hooks: a.plugins.hooks(), Volumes: a.data.volumes, Env: a.data.env, ClusterDomain: a.cfg.ClusterDomain,
-		})
+		rt, err := runtime.New(cctx, rcfg)
 		cancel()
 		if err == nil {
 			a.rt = rt
@@ -266,6 +273,24 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// podCgroups gives a CRI runtime the pod cgroup hierarchy (with
+// CgroupsPerQOS) and the node's memory for OOM scores; the embedded WASI
+// runtime has no cgroups.
+func (a *Agent) podCgroups(rcfg *runtime.Config) error {
+	if mem, err := node.MemoryCapacity(""); err == nil {
+		rcfg.MemoryCapacity = mem
+	}
+	if a.cfg.RuntimeEndpoint == "" || !a.cfg.CgroupsPerQOS {
+		return nil
+	}
+	cg, err := cgroups.New(cgroups.Config{CgroupRoot: a.cfg.CgroupRoot, Driver: a.cfg.CgroupDriver, Logger: a.log.Named("cgroups")})
+	if err != nil {
+		return fmt.Errorf("agent: pod cgroups: %w (--cgroups-per-qos=false leaves the cgroups to the runtime)", err)
+	}
+	rcfg.Cgroups = cg
+	return nil
 }
 
 // build makes the parts that need the runtime and wires them: the node,

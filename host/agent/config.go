@@ -33,6 +33,13 @@ type Config struct {
 	// with a subdomain get <host>.<subdomain>.<ns>.svc.<domain> in
 	// /etc/hosts.
 	ClusterDomain string
+	// ClusterDNS are the cluster DNS servers' IPs given to ClusterFirst
+	// pods; without them those pods get the host's resolver (Default).
+	ClusterDNS []string
+	// ResolvConf is the host resolver file Default pods copy and
+	// ClusterFirst pods take search paths from; empty gives Default pods
+	// 127.0.0.1, as the kubelet's --resolv-conf="".
+	ResolvConf string
 	// VolumeResyncPeriod is how often the API-data volumes (configMap,
 	// secret, downwardAPI, projected) of running pods are brought up to
 	// date and their tokens refreshed.
@@ -42,6 +49,17 @@ type Config struct {
 	// RuntimeEndpoint is the CRI endpoint (e.g. unix:///run/containerd/containerd.sock);
 	// empty starts the embedded WASI runtime in-process.
 	RuntimeEndpoint string
+	// CgroupsPerQOS puts each pod of a CRI runtime under a cgroup of its
+	// own in the kubelet's kubepods/<qos>/pod<uid> hierarchy, with the
+	// pod's limits (host/internal/cgroups). Defaults sets it; a Config
+	// made by hand without it leaves the cgroups to the runtime. The
+	// embedded WASI runtime has no cgroups.
+	CgroupsPerQOS bool
+	// CgroupDriver is "cgroupfs" (the default) or "systemd", as the
+	// runtime's.
+	CgroupDriver string
+	// CgroupRoot is the cgroup the kubepods hierarchy is made under ("/").
+	CgroupRoot string
 	// ImageEndpoint is the CRI image service endpoint; empty means RuntimeEndpoint.
 	ImageEndpoint string
 	// RuntimeRequestTimeout bounds each CRI call.
@@ -114,6 +132,10 @@ func Defaults() Config {
 		PLEGRelistPeriod:      time.Second,
 		VolumeResyncPeriod:    10 * time.Second,
 		MaxPods:               110,
+		CgroupsPerQOS:         true,
+		ResolvConf:            "/etc/resolv.conf",
+		CgroupDriver:          "cgroupfs",
+		CgroupRoot:            "/",
 		Address:               "127.0.0.1",
 		ReadOnlyPort:          10255,
 		Port:                  10250,

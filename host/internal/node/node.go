@@ -120,6 +120,15 @@ func New(cfg Config) (*v1.Node, error) {
 	return n, nil
 }
 
+// MemoryCapacity is the machine's memory in bytes (MemTotal of
+// <procRoot>/proc/meminfo; "" is "/").
+func MemoryCapacity(procRoot string) (int64, error) {
+	if procRoot == "" {
+		procRoot = "/"
+	}
+	return memTotal(procRoot + "/proc/meminfo")
+}
+
 // memTotal reads MemTotal from a meminfo file, in bytes.
 func memTotal(path string) (int64, error) {
 	b, err := os.ReadFile(path)

@@ -70,7 +70,29 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods []*Pod, keep func(typ
 		}
 	}
 	errs = append(errs, m.removeOrphanDirs(keep, inRuntime))
+	m.removeOrphanCgroups(pods, keep)
 	return errors.Join(errs...)
+}
+
+// removeOrphanCgroups removes the cgroups of pods neither kept nor in the
+// runtime at all. One still in use (a container's cgroup not yet
+// released) stays until a later cleanup.
+func (m *Manager) removeOrphanCgroups(pods []*Pod, keep func(types.UID) bool) {
+	if m.cfg.Cgroups == nil {
+		return
+	}
+	present := map[types.UID]bool{}
+	for _, p := range pods {
+		present[p.UID] = true
+	}
+	for _, uid := range m.cfg.Cgroups.Pods() {
+		if keep(uid) || present[uid] {
+			continue
+		}
+		if err := m.cfg.Cgroups.Remove(uid); err != nil {
+			m.log.Debug("pod cgroup not removed yet", "uid", uid, "error", err)
+		}
+	}
 }
 
 // sandboxHasContainers is true while a dead sandbox still holds container

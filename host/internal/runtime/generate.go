@@ -11,6 +11,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/wasmlet/wasmlet/host/internal/podenv"
+	"github.com/wasmlet/wasmlet/host/internal/qos"
 )
 
 func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
@@ -37,8 +38,23 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 		Labels:       sandboxLabels(pod),
 		Annotations:  map[string]string{},
 		Linux: &runtimeapi.LinuxPodSandboxConfig{
-			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)},
+			// The sandbox runs the runtime's default seccomp profile
+			// whatever the pod asks for its containers, as the kubelet
+			// forces it.
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: namespaceOptions(pod),
+				Seccomp:          &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault},
+			},
+			Sysctls:   map[string]string{},
+			Resources: linuxResources(qos.Sandbox(pod)),
+			Overhead:  &runtimeapi.LinuxContainerResources{},
 		},
+	}
+	if o, ok := qos.Overhead(pod); ok {
+		c.Linux.Overhead = linuxResources(o)
+	}
+	if m.cfg.Cgroups != nil {
+		c.Linux.CgroupParent = m.cfg.Cgroups.Parent(pod)
 	}
 	for k, v := range pod.Annotations {
 		c.Annotations[k] = v
@@ -53,17 +69,10 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 	if sc := pod.Spec.SecurityContext; sc != nil {
 		c.Linux.SecurityContext.RunAsUser = int64Value(sc.RunAsUser)
 		c.Linux.SecurityContext.RunAsGroup = int64Value(sc.RunAsGroup)
-		c.Linux.SecurityContext.SupplementalGroups = sc.SupplementalGroups
-		if sc.FSGroup != nil {
-			c.Linux.SecurityContext.SupplementalGroups = append(append([]int64(nil), sc.SupplementalGroups...), *sc.FSGroup)
-		}
+		c.Linux.SecurityContext.SupplementalGroups = supplementalGroups(sc)
 		c.Linux.SecurityContext.SelinuxOptions = selinuxOptions(sc.SELinuxOptions)
-		c.Linux.SecurityContext.Seccomp = seccompProfile(sc.SeccompProfile)
-		if len(sc.Sysctls) > 0 {
-			c.Linux.Sysctls = map[string]string{}
-			for _, s := range sc.Sysctls {
-				c.Linux.Sysctls[s.Name] = s.Value
-			}
+		for _, s := range sc.Sysctls {
+			c.Linux.Sysctls[s.Name] = s.Value
 		}
 	}
 	for _, ctr := range pod.Spec.Containers {
@@ -99,6 +108,16 @@ func hasPrivilegedContainer(pod *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// supplementalGroups are the pod's fsGroup, then its supplemental groups,
+// in the kubelet's order.
+func supplementalGroups(sc *v1.PodSecurityContext) []int64 {
+	var g []int64
+	if sc.FSGroup != nil {
+		g = append(g, *sc.FSGroup)
+	}
+	return append(g, sc.SupplementalGroups...)
 }
 
 func int64Value(p *int64) *runtimeapi.Int64Value {
@@ -138,7 +157,7 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Linux: &runtimeapi.LinuxContainerConfig{
-			Resources:       resources(c),
+			Resources:       m.resources(pod, c),
 			SecurityContext: securityContext(pod, c),
 		},
 	}
@@ -205,23 +224,18 @@ func setEnv(env []*runtimeapi.KeyValue, k, v string) []*runtimeapi.KeyValue {
 	return append(env, &runtimeapi.KeyValue{Key: k, Value: []byte(v)})
 }
 
-// resources maps requests and limits to Linux resources as the kubelet
-// does (cpu shares from the request, CFS quota from the limit).
-func resources(c *v1.Container) *runtimeapi.LinuxContainerResources {
-	r := &runtimeapi.LinuxContainerResources{CpuShares: 2}
-	if q, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
-		r.CpuShares = max(q.MilliValue()*1024/1000, 2)
-	} else if q, ok := c.Resources.Limits[v1.ResourceCPU]; ok {
-		r.CpuShares = max(q.MilliValue()*1024/1000, 2)
-	}
-	if q, ok := c.Resources.Limits[v1.ResourceCPU]; ok {
-		r.CpuPeriod = 100000
-		r.CpuQuota = max(q.MilliValue()*100000/1000, 1000)
-	}
-	if q, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
-		r.MemoryLimitInBytes = q.Value()
-	}
+// resources are the container's Linux resources as the kubelet makes
+// them: cpu and memory from its requests and limits (host/internal/qos)
+// and the OOM score adjustment of its pod's QoS class.
+func (m *Manager) resources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
+	r := linuxResources(qos.Container(pod, c))
+	r.OomScoreAdj = qos.OOMScoreAdjust(pod, c, m.cfg.MemoryCapacity)
 	return r
+}
+
+// linuxResources is the CRI form of qos.Resources.
+func linuxResources(r qos.Resources) *runtimeapi.LinuxContainerResources {
+	return &runtimeapi.LinuxContainerResources{CpuShares: r.CPUShares, CpuPeriod: r.CPUPeriod, CpuQuota: r.CPUQuota, MemoryLimitInBytes: r.MemoryLimit}
 }
 
 func capsOr(c *runtimeapi.Capability) *runtimeapi.Capability {

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/dump"
 )
 
 // The kubelet's CRI labels and annotations, so ctr/crictl users see what
@@ -79,15 +80,19 @@ func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) map[st
 	return a
 }
 
-// HashContainer is the container spec hash kept in the
-// io.kubernetes.container.hash annotation (8 hex digits, FNV-32a of the
-// spec's JSON): a running container whose hash differs from its spec's is
-// restarted.
+// HashContainer is the container hash kept in the
+// io.kubernetes.container.hash annotation, computed as the kubelet
+// computes it (FNV-32a over the hash dump of the JSON of the container's
+// name and image, in hex), so the same container gets the same hash from
+// either agent. A running container whose hash differs from its spec's is
+// restarted: only a new image restarts it, as under the kubelet (the
+// other fields of an API pod's containers cannot change; a static pod
+// that changes gets a new UID).
 func HashContainer(c *v1.Container) string {
-	b, _ := json.Marshal(c) // a v1.Container always marshals
+	b, _ := json.Marshal(map[string]string{"name": c.Name, "image": c.Image}) // a map of strings always marshals
 	h := fnv.New32a()
-	h.Write(b)
-	return fmt.Sprintf("%08x", h.Sum32())
+	fmt.Fprintf(h, "%v", dump.ForHash(b))
+	return strconv.FormatUint(uint64(h.Sum32()), 16)
 }
 
 // podRef reads the pod's identity from an object's labels.

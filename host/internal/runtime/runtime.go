@@ -120,8 +120,38 @@ type Config struct {
 	Env Env
 	// Hooks, when not nil, is called at lifecycle points.
 	Hooks Hooks
+	// Cgroups, when not nil, is the pod cgroup hierarchy: each sandbox is
+	// created under its pod's cgroup, made first, and the cgroups of pods
+	// gone from the runtime are removed by GarbageCollect. Nil leaves the
+	// cgroups to the runtime (the embedded WASI runtime has none).
+	Cgroups Cgroups
+	// DNS, when not nil, gives each sandbox its resolver configuration
+	// (host/internal/dns); nil leaves it to the runtime (the host's).
+	DNS DNS
+	// MemoryCapacity is the node's memory in bytes, for the containers'
+	// OOM score adjustment by QoS class; 0 gives Burstable containers 999.
+	MemoryCapacity int64
 	// Logger receives structured logs; nil means no logs.
 	Logger hclog.Logger
+}
+
+// DNS makes a pod's resolver configuration (host/internal/dns).
+type DNS interface {
+	// ForPod is the pod's DNS config and a warning when it was cut to the
+	// resolver's limits or fell back to the host's.
+	ForPod(pod *v1.Pod) (*runtimeapi.DNSConfig, string, error)
+}
+
+// Cgroups is the pod cgroup hierarchy (host/internal/cgroups).
+type Cgroups interface {
+	// Parent is the pod's cgroup as the sandbox's CgroupParent.
+	Parent(pod *v1.Pod) string
+	// Ensure makes the pod's cgroup and writes its limits.
+	Ensure(pod *v1.Pod) error
+	// Remove removes a pod's cgroup; an error means it is still in use.
+	Remove(uid types.UID) error
+	// Pods lists the UIDs of the pod cgroups that exist.
+	Pods() []types.UID
 }
 
 // Manager is a connection to a CRI runtime plus the kubelet's logic on top

@@ -103,7 +103,7 @@ func TestManager_SyncPod_StartsSandboxAndContainers(t *testing.T) {
 				t.Errorf("label %s = %q, want %q", k, c.Labels[k], want)
 			}
 		}
-		if c.Annotations[AnnotationRestartCount] != "0" || len(c.Annotations[AnnotationContainerHash]) != 8 || c.Annotations[AnnotationTerminationMessagePath] != "/dev/termination-log" {
+		if c.Annotations[AnnotationRestartCount] != "0" || c.Annotations[AnnotationContainerHash] != HashContainer(findSpec(pod, c.Metadata.Name)) || c.Annotations[AnnotationTerminationMessagePath] != "/dev/termination-log" {
 			t.Errorf("annotations = %v", c.Annotations)
 		}
 	}
@@ -138,7 +138,14 @@ func TestManager_SyncPod_SpecChangeRestartsContainer(t *testing.T) {
 	pod := testPod("u2", v1.RestartPolicyAlways, "a")
 	st, _ := syncOnce(t, m, pod, NewBackOff())
 	old := st.Containers[0].ID
+	// Like the kubelet, only a new image restarts a running container
+	// (other fields of an API pod's containers are immutable).
 	pod.Spec.Containers[0].Args = []string{"--new"}
+	st, _ = syncOnce(t, m, pod, NewBackOff())
+	if cur := st.FindContainer("a"); cur.ID != old {
+		t.Fatalf("args change restarted the container: %+v (old %s)", cur, old)
+	}
+	pod.Spec.Containers[0].Image = "wasmlet.local/busybox:2.0"
 	st, r := syncOnce(t, m, pod, NewBackOff())
 	if err := r.Error(); err != nil {
 		t.Fatal(err)
@@ -379,5 +386,14 @@ func TestManager_SyncPod_Hooks(t *testing.T) {
 		if c.Labels["hooked"] != "yes" {
 			t.Errorf("PreCreate label missing: %v", c.Labels)
 		}
+	}
+}
+
+// The hash is the kubelet's: the value its own consistency test pins for
+// a container named test_container with image foo/image:v1.
+func TestHashContainer_Kubelet(t *testing.T) {
+	c := &v1.Container{Name: "test_container", Image: "foo/image:v1", Command: []string{"/bin/testcmd"}, Args: []string{"/bin/sh", "-c", "echo abc"}}
+	if got := HashContainer(c); got != "8e45cbd0" {
+		t.Errorf("HashContainer = %s, want the kubelet's 8e45cbd0", got)
 	}
 }

@@ -79,10 +79,7 @@ func securityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSec
 		Apparmor:         apparmorProfile(esc.AppArmorProfile),
 	}
 	if psc := pod.Spec.SecurityContext; psc != nil {
-		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
-		if psc.FSGroup != nil {
-			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
-		}
+		sc.SupplementalGroups = supplementalGroups(psc)
 	}
 	if esc.Privileged != nil {
 		sc.Privileged = *esc.Privileged

@@ -19,8 +19,8 @@ func TestSecurityContext(t *testing.T) {
 	if sc.RunAsUser.GetValue() != 1001 || !sc.NoNewPrivs || !sc.ReadonlyRootfs {
 		t.Errorf("user %v, no_new_privs %v, read-only root %v; want 1001, true, true", sc.RunAsUser, sc.NoNewPrivs, sc.ReadonlyRootfs)
 	}
-	if got := sc.SupplementalGroups; len(got) != 2 || got[0] != 3000 || got[1] != 2000 {
-		t.Errorf("supplemental groups %v, want [3000 2000] (fsGroup added)", got)
+	if got := sc.SupplementalGroups; len(got) != 2 || got[0] != 2000 || got[1] != 3000 {
+		t.Errorf("supplemental groups %v, want [2000 3000] (fsGroup first, as the kubelet orders them)", got)
 	}
 	if sc.Seccomp.GetProfileType() != runtimeapi.SecurityProfile_RuntimeDefault {
 		t.Errorf("seccomp %v, want the pod's RuntimeDefault", sc.Seccomp)

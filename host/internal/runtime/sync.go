@@ -123,6 +123,16 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 		}
 	}
 	cfg := m.sandboxConfig(pod, attempt)
+	if m.cfg.DNS != nil {
+		dc, warning, err := m.cfg.DNS.ForPod(pod)
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("DNS config: %w", err)
+		}
+		if warning != "" {
+			m.log.Warn("pod DNS config", "pod", pod.Namespace+"/"+pod.Name, "warning", warning)
+		}
+		cfg.DnsConfig = dc
+	}
 	if m.cfg.Hooks != nil {
 		adj, err := m.cfg.Hooks.Hook(ctx, HookPreSandbox, pod, nil)
 		if err != nil {
@@ -139,6 +149,11 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	}
 	if err := m.podDirs(cfg.LogDirectory, pod); err != nil {
 		return nil, "", nil, err
+	}
+	if m.cfg.Cgroups != nil {
+		if err := m.cfg.Cgroups.Ensure(pod); err != nil {
+			return nil, "", nil, err
+		}
 	}
 	id, err := m.rs.RunPodSandbox(ctx, cfg, m.cfg.RuntimeHandler)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/wasmlet/wasmlet/host/internal/qos"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
@@ -64,7 +65,7 @@ func Generate(in Input) v1.PodStatus {
 	if prev == nil {
 		prev = &v1.PodStatus{}
 	}
-	s := v1.PodStatus{QOSClass: QOSClass(pod)}
+	s := v1.PodStatus{QOSClass: qos.Class(pod)}
 	s.InitContainerStatuses = containerStatuses(in, rs, pod.Spec.InitContainers, prev.InitContainerStatuses, true)
 	s.ContainerStatuses = containerStatuses(in, rs, pod.Spec.Containers, prev.ContainerStatuses, false)
 	if len(pod.Spec.EphemeralContainers) > 0 {
@@ -113,7 +114,7 @@ func Generate(in Input) v1.PodStatus {
 // Rejected is the status of a pod admission rejected: phase Failed with
 // the admitter's reason and message, as the kubelet's rejectPod.
 func Rejected(pod *v1.Pod, reason, message string) v1.PodStatus {
-	return v1.PodStatus{Phase: v1.PodFailed, Reason: reason, Message: "Pod was rejected: " + message, QOSClass: QOSClass(pod)}
+	return v1.PodStatus{Phase: v1.PodFailed, Reason: reason, Message: "Pod was rejected: " + message, QOSClass: qos.Class(pod)}
 }
 
 func containerStatuses(in Input, rs *runtime.PodStatus, specs []v1.Container, prev []v1.ContainerStatus, init bool) []v1.ContainerStatus {
@@ -418,34 +419,4 @@ func readinessGates(pod *v1.Pod) string {
 		}
 	}
 	return strings.Join(msgs, ", ")
-}
-
-// QOSClass is the pod's QoS class: BestEffort without any request or
-// limit, Guaranteed when every container's cpu and memory limits equal
-// its requests, else Burstable.
-func QOSClass(pod *v1.Pod) v1.PodQOSClass {
-	any, guaranteed := false, true
-	all := append(append([]v1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...)
-	for _, c := range all {
-		if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
-			any = true
-		}
-		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-			lim, ok := c.Resources.Limits[r]
-			if !ok {
-				guaranteed = false
-				continue
-			}
-			if req, ok := c.Resources.Requests[r]; ok && req.Cmp(lim) != 0 {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !any:
-		return v1.PodQOSBestEffort
-	case guaranteed:
-		return v1.PodQOSGuaranteed
-	}
-	return v1.PodQOSBurstable
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -124,25 +123,6 @@ func TestGenerate_HostNetworkAndTerminal(t *testing.T) {
 	s2 := Generate(Input{Pod: p, Runtime: nil, Previous: &s})
 	if s2.Phase != v1.PodSucceeded {
 		t.Errorf("phase after GC = %s", s2.Phase)
-	}
-}
-
-func TestQOSClass(t *testing.T) {
-	q := resource.MustParse
-	for _, tc := range []struct {
-		res  v1.ResourceRequirements
-		want v1.PodQOSClass
-	}{
-		{v1.ResourceRequirements{}, v1.PodQOSBestEffort},
-		{v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: q("100m")}}, v1.PodQOSBurstable},
-		{v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("1"), v1.ResourceMemory: q("1Gi")}}, v1.PodQOSGuaranteed},
-		{v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: q("1"), v1.ResourceMemory: q("1Gi")}, Requests: v1.ResourceList{v1.ResourceCPU: q("500m")}}, v1.PodQOSBurstable},
-	} {
-		p := pod(v1.RestartPolicyAlways, nil, "a")
-		p.Spec.Containers[0].Resources = tc.res
-		if got := QOSClass(p); got != tc.want {
-			t.Errorf("QOSClass(%+v) = %s, want %s", tc.res, got, tc.want)
-		}
 	}
 }
 
