@@ -15,7 +15,7 @@ MODULES  := . abi sdk sdk/sdktest plugins examples/plugins
 # each CMD: run CMD in every module, stopping at the first failure.
 each = @set -e; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)); done
 
-.PHONY: all build plugins deps run test unit e2e conformance bench check fmt vet tidy clean
+.PHONY: all build plugins deps run test unit e2e conformance cri-diff bench check fmt vet tidy clean
 
 all: build plugins
 
@@ -58,6 +58,12 @@ e2e: deps build plugins
 # make test. See the README's "Conformance" section.
 conformance: deps build
 	./hack/conformance.sh
+
+# The CRI sandbox and container configs the kubelet and wasmlet send for
+# the same static pods, compared field by field (hack/cri-diff.sh): needs
+# the kubelet v1.36.3 (built once, cached), not part of make test.
+cri-diff: deps build
+	./hack/cri-diff.sh
 
 bench: build plugins
 	$(call each,$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS))
