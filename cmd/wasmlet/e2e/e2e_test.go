@@ -39,6 +39,11 @@ func TestE2E(t *testing.T) {
 		{"GracefulKill", containerdOnly, testGracefulKill},
 		{"BrokenManifest", nil, testBrokenManifest},
 		{"AdmissionReject", nil, testAdmissionReject},
+		// Probes, hooks, security context and resources run busybox.
+		{"Probes", containerdOnly, testProbes},
+		{"LifecycleHooks", containerdOnly, testLifecycleHooks},
+		{"RunAsNonRoot", containerdOnly, testRunAsNonRoot},
+		{"Resources", containerdOnly, testResources},
 	})
 	ownCases, out2 := forRuntime([]suiteCase[func(*testing.T)]{
 		{"AgentRestart", nil, testAgentRestart},

@@ -5,6 +5,7 @@ package e2eapi
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,22 +30,30 @@ func TestAPIServer(t *testing.T) {
 		a.Stop(t)
 	})
 	for _, c := range []struct {
-		name string
-		f    func(*testing.T, *agent)
+		name     string
+		f        func(*testing.T, *agent)
+		runtimes []string // nil: every runtime
 	}{
-		{"NodeReadyAndLease", testNodeReady},
-		{"PodRunsAndDeletes", testPodRunsAndDeletes},
-		{"MirrorPod", testMirrorPod},
-		{"AdmissionRejection", testRejection},
-		{"ServiceAccountToken", testServiceAccountToken},
-		{"ConfigMapAndSecret", testConfigMapAndSecret},
-		{"ProjectedVolume", testProjected},
-		{"MissingKeys", testMissingKeys},
-		{"ContainerLogs", testContainerLogs},
-		{"APIServerRestart", testAPIServerRestart},
-		{"AgentRestart", testAgentRestart},
-		{"Figures", testFigures},
+		{"NodeReadyAndLease", testNodeReady, nil},
+		{"PodRunsAndDeletes", testPodRunsAndDeletes, nil},
+		{"MirrorPod", testMirrorPod, nil},
+		{"AdmissionRejection", testRejection, nil},
+		{"ServiceAccountToken", testServiceAccountToken, nil},
+		{"ConfigMapAndSecret", testConfigMapAndSecret, nil},
+		{"ProjectedVolume", testProjected, nil},
+		{"MissingKeys", testMissingKeys, nil},
+		{"ContainerLogs", testContainerLogs, nil},
+		{"EphemeralContainer", testEphemeralContainer, nil},
+		// The exec probe runs the image's /testbox, a native binary.
+		{"LivenessEvents", testLivenessEvents, []string{"containerd"}},
+		{"APIServerRestart", testAPIServerRestart, nil},
+		{"AgentRestart", testAgentRestart, nil},
+		{"Figures", testFigures, nil},
 	} {
+		if c.runtimes != nil && !slices.Contains(c.runtimes, flags.Runtime) {
+			t.Logf("%s applies to runtime %v only, not run on %s", c.name, c.runtimes, flags.Runtime)
+			continue
+		}
 		if !t.Run(c.name, func(t *testing.T) { c.f(t, a) }) {
 			t.Logf("wasmlet log tail after %s:\n%s", c.name, a.LogTail(40))
 		}
