@@ -37,9 +37,9 @@ func testExtism(t *testing.T, mode DeadlineMode) {
 		t.Fatalf("Source = %v, want ErrTimeout", err)
 	}
 	// A margin no loaded machine reaches: the claim is that the spin is
-	// stopped, not how fast.
-	if d := time.Since(start); d > 30*p.Timeout() {
-		t.Fatalf("spinning source stopped after %s, 30 times its %s deadline", d, p.Timeout())
+	// stopped, not how fast (a spin never stopped would run for ever).
+	if d := time.Since(start); d > time.Minute {
+		t.Fatalf("spinning source stopped after %s; its deadline is %s", d, p.Timeout())
 	}
 	if r, err := p.Admit(ctx, admitReq(`{}`)); err != nil || !r.Allowed {
 		t.Fatalf("Admit after failures = %+v, %v; want allowed", r, err)
