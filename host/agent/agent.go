@@ -366,11 +366,13 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 }
 
 // healthChecks are /healthz's checks: the runtime answers and is ready,
-// the PLEG relists, the sync loop is not stuck.
+// the PLEG relists (red at the first failed relist: a blind agent must be
+// seen at once), the sync loop is not stuck.
 func (a *Agent) healthChecks() []server.Check {
 	return []server.Check{
 		{Name: "runtime", Check: a.runtimeReady},
 		{Name: "pleg", Check: func() error { return a.pleg.Healthy() }},
+		{Name: "relist", Check: func() error { return a.pleg.RelistError() }},
 		{Name: "syncloop", Check: func() error { return a.loop.Healthy() }},
 	}
 }

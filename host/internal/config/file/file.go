@@ -355,9 +355,9 @@ func (s *Source) report(path, msg string, args ...any) {
 // logged again if it comes back.
 func (s *Source) resolved(path string) { delete(s.problems, path) }
 
-// maxManifestSize bounds what is read of one manifest file (the API
-// server's own request limit is 3 MiB).
-const maxManifestSize = 64 << 20
+// maxManifestSize bounds a manifest file: the API server's request body
+// limit (3 MiB), so no static pod is larger than an API pod can be.
+const maxManifestSize = 3 << 20
 
 // read reads one file, updating its entry; unchanged content is not decoded
 // again. A problem is reported once.
