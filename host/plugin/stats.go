@@ -99,6 +99,20 @@ func (st *stats) instantiated() {
 	st.mu.Unlock()
 }
 
+// add adds the figures of s (a replaced plugin's) to st.
+func (st *stats) add(s Stats) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.s.Calls += s.Calls
+	st.s.Errors += s.Errors
+	st.s.Timeouts += s.Timeouts
+	st.s.LatencySum += s.LatencySum
+	st.s.Instantiations += s.Instantiations
+	for i := range min(len(st.s.Latency), len(s.Latency)) {
+		st.s.Latency[i] += s.Latency[i]
+	}
+}
+
 func (st *stats) snapshot() Stats {
 	st.mu.Lock()
 	defer st.mu.Unlock()

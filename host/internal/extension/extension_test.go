@@ -329,9 +329,15 @@ func TestExtension_Handler(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	e.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/plugins", nil))
-	var body struct{ Plugins []PluginStatus }
+	var body struct {
+		Enforced string
+		Plugins  []PluginStatus
+	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatalf("%v: %s", err, rec.Body)
+	}
+	if !strings.HasPrefix(body.Enforced, "bang@1.0.0([admission], failurePolicy ") || strings.Contains(body.Enforced, "broken") {
+		t.Errorf("enforced %q, want bang@1.0.0 alone", body.Enforced)
 	}
 	if len(body.Plugins) != 2 {
 		t.Fatalf("plugins %+v", body.Plugins)
