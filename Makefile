@@ -38,7 +38,7 @@ build:
 plugins: deps
 	./hack/build-plugins.sh $(OUT)/plugins
 
-run: build plugins
+run: deps build plugins
 	./hack/run.sh
 
 # Unit tests, then the end-to-end suites against real runtimes.
@@ -61,7 +61,7 @@ test-steps:
 	if [ -n "$$failed" ]; then echo "make test: failed:$$failed"; exit 1; fi; \
 	echo "make test: all steps passed"
 
-unit: build plugins
+unit: deps build plugins
 	$(call each,$(GO) test -count=1 $(PKGS))
 
 e2e: deps build plugins
@@ -73,7 +73,7 @@ e2e: deps build plugins
 conformance: deps build
 	./hack/conformance.sh
 
-bench: build plugins
+bench: deps build plugins
 	$(call each,$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS))
 
 fmt:

@@ -43,3 +43,36 @@ func TestMakefile_testSteps(t *testing.T) {
 		t.Errorf("make test-steps failed with every step passing: %v\n%s", err, out)
 	}
 }
+
+// TestInstallDeps_waitsForTheLock runs hack/install-deps.sh with stand-ins
+// for dpkg-query (every package missing) and apt-get: apt-get must be asked
+// to wait for a held dpkg lock instead of failing at once.
+func TestInstallDeps_waitsForTheLock(t *testing.T) {
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	for name, body := range map[string]string{
+		"dpkg-query": "exit 1",
+		"apt-get":    `echo "$*" >> ` + calls,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("bash", "install-deps.sh")
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "APT_LOCK_TIMEOUT=42")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("install-deps.sh: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if !strings.Contains(line, "DPkg::Lock::Timeout=42") {
+			t.Errorf("apt-get %s: does not wait for the lock", line)
+		}
+	}
+	if !strings.Contains(string(b), "install -y") {
+		t.Errorf("apt-get never asked to install:\n%s", b)
+	}
+}
