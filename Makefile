@@ -15,7 +15,7 @@ MODULES  := . abi sdk sdk/sdktest plugins examples/plugins
 # each CMD: run CMD in every module, stopping at the first failure.
 each = @set -e; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)); done
 
-.PHONY: all build plugins deps run test unit e2e conformance cri-diff bench check fmt vet tidy clean
+.PHONY: all build plugins deps run test test-steps unit e2e conformance cri-diff bench check fmt vet tidy clean
 
 all: build plugins
 
@@ -38,16 +38,30 @@ build:
 plugins: deps
 	./hack/build-plugins.sh $(OUT)/plugins
 
-run: build plugins
+run: deps build plugins
 	./hack/run.sh
 
 # Unit tests, then the end-to-end suites against real runtimes.
 test: deps build plugins
-	$(call each,$(GO) test -count=1 $(PKGS))
-	./hack/e2e.sh
-	./hack/e2e-apiserver.sh
+	@$(MAKE) --no-print-directory test-steps
 
-unit: build plugins
+# The steps of test without its prerequisites: every step runs even when
+# one before it failed (a failing unit test hides no e2e suite), and the
+# target fails at the end naming the steps that failed.
+E2E          ?= ./hack/e2e.sh
+E2E_APISERVER ?= ./hack/e2e-apiserver.sh
+test-steps:
+	@failed=""; \
+	for m in $(MODULES); do \
+		echo "== $$m: $(GO) test -count=1 $(PKGS)"; \
+		(cd $$m && $(GO) test -count=1 $(PKGS)) || failed="$$failed unit($$m)"; \
+	done; \
+	echo "== $(E2E)"; $(E2E) || failed="$$failed e2e"; \
+	echo "== $(E2E_APISERVER)"; $(E2E_APISERVER) || failed="$$failed e2e-apiserver"; \
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed"; exit 1; fi; \
+	echo "make test: all steps passed"
+
+unit: deps build plugins
 	$(call each,$(GO) test -count=1 $(PKGS))
 
 e2e: deps build plugins
@@ -65,7 +79,7 @@ conformance: deps build
 cri-diff: deps build
 	./hack/cri-diff.sh
 
-bench: build plugins
+bench: deps build plugins
 	$(call each,$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS))
 
 fmt:

@@ -10,8 +10,12 @@ for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  # Another apt or dpkg (unattended-upgrades, another terminal) may hold the
+  # lock: wait for it, up to APT_LOCK_TIMEOUT seconds, rather than fail.
+  wait_lock=(-o "DPkg::Lock::Timeout=${APT_LOCK_TIMEOUT:-600}")
   if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial -e auxfiles)" ]; then
-    apt-get update
+    apt-get "${wait_lock[@]}" update
   fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive apt-get "${wait_lock[@]}" install -y --no-install-recommends "${missing[@]}"
 fi

@@ -96,9 +96,18 @@ func runAdmit(args []string, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	}
+	path := *pluginPath
+	if mf := manifestBeside(path); mf != "" {
+		// As the agent loads it: the manifest's config, deadline, memory
+		// cap and permissions, so the verdict is the agent's.
+		fmt.Fprintf(stderr, "wasmlet admit: using the manifest beside the module, %s\n", mf)
+		path = mf
+	} else if strings.HasSuffix(path, ".wasm") {
+		fmt.Fprintf(stderr, "wasmlet admit: no manifest beside %s: none is used (no plugin config but --config, the host's defaults)\n", path)
+	}
 	ctx := context.Background()
 	p, err := plugin.Load(ctx, plugin.LoadConfig{
-		Path:         *pluginPath,
+		Path:         path,
 		PluginConfig: config,
 		Config:       plugin.Config{CacheDir: toolCacheDir(), Timeout: *timeout},
 	})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,5 +51,36 @@ func TestRunAdmit(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRunAdmit_manifestBeside: a .wasm with a manifest beside it is judged
+// with that manifest's config, as the agent would judge it; without one,
+// admit says that none is used.
+func TestRunAdmit_manifestBeside(t *testing.T) {
+	plugins := builtPlugins(t)
+	dir := t.TempDir()
+	priv := writeTestFile(t, dir, "priv.yaml", privilegedPod)
+	wasm, err := os.ReadFile(filepath.Join(plugins, "deny-privileged.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, err := os.ReadFile(filepath.Join(plugins, "deny-privileged.plugin.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The manifest exempts the pod's namespace.
+	mf = []byte(strings.Replace(string(mf), "allowNamespaces: kube-system", "allowNamespaces: monitoring", 1))
+	writeTestFile(t, dir, "deny-privileged.wasm", string(wasm))
+	writeTestFile(t, dir, "deny-privileged.plugin.yaml", string(mf))
+	code, out, errOut := runCmd(admitCmd, "--plugin", filepath.Join(dir, "deny-privileged.wasm"), priv)
+	if code != exitAllowed || !strings.Contains(errOut, "using the manifest beside the module") {
+		t.Fatalf("with the manifest beside: exit %d, want %d (its config exempts monitoring)\nstdout: %s\nstderr: %s", code, exitAllowed, out, errOut)
+	}
+	bare := t.TempDir()
+	writeTestFile(t, bare, "deny-privileged.wasm", string(wasm))
+	code, out, errOut = runCmd(admitCmd, "--plugin", filepath.Join(bare, "deny-privileged.wasm"), priv)
+	if code != exitDenied || !strings.Contains(errOut, "no manifest beside") {
+		t.Fatalf("bare module: exit %d, want %d and a note that no manifest is used\nstdout: %s\nstderr: %s", code, exitDenied, out, errOut)
 	}
 }

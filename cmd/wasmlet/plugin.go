@@ -65,6 +65,9 @@ func runPlugin(args []string, stdout, stderr io.Writer) int {
 // interpreter (quick: nothing is compiled to machine code) so even a module
 // wasmlet refuses can be inspected, then tries the real load.
 func inspect(path string, w io.Writer) error {
+	if mf := manifestBeside(path); mf != "" {
+		path = mf // the manifest the agent would load the module with
+	}
 	wasmPath := path
 	var manifest *abi.Manifest
 	if strings.HasSuffix(path, abi.ManifestSuffix) {
@@ -105,13 +108,30 @@ func inspect(path string, w io.Writer) error {
 		fmt.Fprintf(w, "manifest: %s (name %s, version %s, abi %s, kinds %v)\n", path, manifest.Name, manifest.Version, manifest.ABI, manifest.Kinds)
 	}
 	fmt.Fprintf(w, "abi:      %s\n", abiOf(exports, wasm))
-	var kinds []string
+	var kinds, undeclared []string
 	for _, k := range abi.Kinds {
-		if _, ok := exports[abi.ExportForKind(k)]; ok {
+		if _, ok := exports[abi.ExportForKind(k)]; !ok {
+			continue
+		}
+		if manifest == nil || manifest.HasKind(k) {
 			kinds = append(kinds, string(k))
+		} else {
+			undeclared = append(undeclared, string(k))
 		}
 	}
-	fmt.Fprintf(w, "kinds:    %s (by exports)\n", orNone(kinds))
+	if manifest == nil {
+		fmt.Fprintf(w, "kinds:    %s (by exports)\n", orNone(kinds))
+	} else {
+		// What the agent calls: the kinds the manifest declares.
+		var declared []string
+		for _, k := range manifest.Kinds {
+			declared = append(declared, string(k))
+		}
+		fmt.Fprintf(w, "kinds:    %s (declared)\n", orNone(declared))
+		if len(undeclared) > 0 {
+			fmt.Fprintf(w, "          also exported, not declared, never called: %s\n", strings.Join(undeclared, ", "))
+		}
+	}
 	fmt.Fprintln(w, "exports:")
 	for _, name := range sortedKeys(exports) {
 		fmt.Fprintf(w, "  %-28s func%s\n", name, signature(exports[name]))
@@ -120,8 +140,13 @@ func inspect(path string, w io.Writer) error {
 		fmt.Fprintf(w, "  %-28s memory (min %d pages%s)\n", name, m.Min(), maxPages(m))
 	}
 	fmt.Fprintln(w, "imports:")
+	seen := map[string]bool{}
 	for _, f := range mod.ImportedFunctions() {
 		module, name, _ := f.Import()
+		if seen[module+"."+name] {
+			continue // a module may import one function under two indexes
+		}
+		seen[module+"."+name] = true
 		fmt.Fprintf(w, "  %-28s func%s\n", module+"."+name, signature(f))
 	}
 
@@ -135,6 +160,20 @@ func inspect(path string, w io.Writer) error {
 	defer p.Close(ctx)
 	fmt.Fprintf(w, "load:     ok in %s (deadline mode %s)\n", time.Since(start).Round(time.Millisecond), p.DeadlineMode())
 	return nil
+}
+
+// manifestBeside returns the manifest beside a .wasm by the plugin
+// directory's convention (<stem>.plugin.yaml), when path is a .wasm and
+// that file exists; else "".
+func manifestBeside(path string) string {
+	if !strings.HasSuffix(path, ".wasm") {
+		return ""
+	}
+	mf := strings.TrimSuffix(path, ".wasm") + abi.ManifestSuffix
+	if fi, err := os.Stat(mf); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	return mf
 }
 
 // abiOf names the ABI a module's exports and imports declare.

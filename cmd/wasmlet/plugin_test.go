@@ -76,7 +76,7 @@ func TestRunPlugin_Inspect(t *testing.T) {
 	for _, want := range []string{
 		"sha256:   " + hex.EncodeToString(sum[:]),
 		"abi:      v1",
-		"kinds:    admission (by exports)",
+		"kinds:    admission (declared)", // from the manifest beside it
 		"wasmlet_admit                func(i32, i32) -> i64",
 		"wasmlet.config_get",
 		"load:     ok",
@@ -143,4 +143,32 @@ func TestRunPlugin_Test(t *testing.T) {
 
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ") + "\n"
+}
+
+// TestRunPlugin_Inspect_declaredKindsAndImports: with a manifest, inspect
+// lists the kinds it declares (the only ones the agent calls) and names the
+// other exported kinds apart; an import under two indexes is listed once.
+func TestRunPlugin_Inspect_declaredKindsAndImports(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile("../../host/plugin/testdata/wat/ok.wasm") // exports all three kinds
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	wasm := writeTestFile(t, dir, "ok.wasm", string(b))
+	writeTestFile(t, dir, "ok.plugin.yaml", "name: ok\nversion: 1.0.0\nabi: v1\nkinds: [admission]\nsha256: "+hex.EncodeToString(sum[:])+"\n")
+	code, out, errOut := runCmd(pluginCmd, "inspect", wasm)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(out, "kinds:    admission (declared)\n") || !strings.Contains(out, "not declared, never called: source, hook") {
+		t.Errorf("kinds not as declared:\n%s", out)
+	}
+	code, out, errOut = runCmd(pluginCmd, "inspect", "testdata/dupimport.wasm")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if n := strings.Count(out, "wasmlet.log"); n != 1 {
+		t.Errorf("wasmlet.log listed %d times, want once:\n%s", n, out)
+	}
 }

@@ -226,15 +226,7 @@ func TestRunAgent(t *testing.T) {
 				break
 			}
 		}
-		select {
-		case c := <-code:
-			t.Fatalf("wasmlet run exited with %d:\n%s", c, logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("web-n1 not Running on /pods; last list %+v\nlogs:\n%s", list.Items, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		pollAgain(t, code, &logs, deadline, func() string { return fmt.Sprintf("web-n1 not Running on /pods; last list %+v", list.Items) })
 	}
 	resp, err := http.Get(base + "/healthz")
 	if err != nil {
@@ -257,4 +249,64 @@ func TestRunAgent(t *testing.T) {
 	if !strings.Contains(logs.String(), `"@message":"stopped"`) {
 		t.Errorf("no JSON 'stopped' line in the logs:\n%s", logs.String())
 	}
+}
+
+// TestRunAgent_runtimeUnreachable: with no runtime answering, the read-only
+// server is up and /healthz is red naming the runtime's endpoint; SIGTERM
+// (the context's end) then stops the agent with exit code 0.
+func TestRunAgent_runtimeUnreachable(t *testing.T) {
+	dir, err := os.MkdirTemp("", "wlrun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	endpoint := "unix://" + filepath.Join(dir, "nobody.sock")
+	port := freePort(t)
+	conf := writeFile(t, dir, "wasmlet.yaml", fmt.Sprintf("kind: WasmletConfiguration\nnodeName: n1\nrootDir: %s\npodLogsDir: %s\nreadOnlyPort: %d\n",
+		filepath.Join(dir, "root"), filepath.Join(dir, "logs"), port))
+	var logs lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	code := make(chan int, 1)
+	go func() {
+		code <- runAgent(ctx, []string{"--config", conf, "--container-runtime-endpoint", endpoint}, &logs)
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	var status int
+	var body string
+	for {
+		if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz?verbose", port)); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			status, body = resp.StatusCode, string(b)
+			if status != 200 && strings.Contains(body, "nobody.sock") {
+				break
+			}
+		}
+		pollAgain(t, code, &logs, deadline, func() string { return fmt.Sprintf("/healthz never red naming the runtime; last %d %q", status, body) })
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Errorf("exit code %d after SIGTERM while waiting for the runtime, want 0\n%s", c, logs.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("wasmlet run did not stop after SIGTERM")
+	}
+}
+
+// pollAgain fails the test when the agent exited or deadline passed (with
+// what() and the logs), else pauses before the next poll.
+func pollAgain(t *testing.T, code <-chan int, logs *lockedBuffer, deadline time.Time, what func() string) {
+	t.Helper()
+	select {
+	case c := <-code:
+		t.Fatalf("wasmlet run exited with %d:\n%s", c, logs.String())
+	default:
+	}
+	if time.Now().After(deadline) {
+		t.Fatalf("%s\nlogs:\n%s", what(), logs.String())
+	}
+	time.Sleep(50 * time.Millisecond)
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,6 +55,10 @@ type Agent struct {
 	statuses  *status.Manager
 	node      atomic.Pointer[v1.Node] // set by Run once the runtime answers
 
+	// built is set once the parts below are; /healthz reads them only
+	// then. Until then connectErr holds why the runtime does not answer.
+	built      atomic.Bool
+	connectErr atomic.Pointer[string]
 	// Built by Run once the runtime answers.
 	rt     *runtime.Manager
 	pleg   *pleg.PLEG
@@ -181,20 +186,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		spawn("embedded runtime", func(ctx context.Context) error { return rt.Serve(ctx, l) })
 		a.log.Info("embedded WASI runtime started", "endpoint", endpoint)
 	}
-	if err := a.connect(ctx, endpoint); err != nil {
-		return err
-	}
-	defer a.rt.Close()
-	workers, cleaner, err := a.build()
-	if err != nil {
-		return err
-	}
-	defer cleaner.Wait()
-
+	// The read-only server first: while the runtime does not answer, a
+	// monitoring system sees a red /healthz naming it, not a closed port.
 	if a.cfg.ReadOnlyPort != 0 {
 		srv, err := server.New(server.Config{
 			Address: a.cfg.Address, Port: a.cfg.ReadOnlyPort, Pods: a.statuses.Pods,
-			Checks:   a.healthChecks(),
+			Checks:   a.healthChecks(endpoint),
 			Gatherer: a.gatherer, Logger: a.log.Named("server"),
 			Handlers: a.plugins.handlers(),
 		})
@@ -203,6 +200,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		spawn("read-only server", srv.Run)
 	}
+	if err := a.connect(ctx, endpoint); err != nil {
+		return err
+	}
+	defer a.rt.Close()
+	workers, cleaner, err := a.build()
+	if err != nil {
+		return err
+	}
+	a.built.Store(true)
+	defer cleaner.Wait()
+
 	if a.servesKubeletAPI() {
 		api, err := a.newKubeletAPI(a.node.Load())
 		if err != nil {
@@ -264,12 +272,15 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 			a.rt = rt
 			return nil
 		}
+		msg := err.Error()
+		a.connectErr.Store(&msg)
 		if attempt%10 == 0 {
 			a.log.Error("container runtime not answering; retrying", "endpoint", endpoint, "error", err)
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("agent: %w", err)
+			// Stopped while waiting: a clean stop, not a failure.
+			return fmt.Errorf("agent: stopped while the runtime at %s did not answer (%v): %w", endpoint, err, ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}
@@ -366,12 +377,34 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 }
 
 // healthChecks are /healthz's checks: the runtime answers and is ready,
-// the PLEG relists, the sync loop is not stuck.
-func (a *Agent) healthChecks() []server.Check {
+// the PLEG relists (red at the first failed relist: a blind agent must be
+// seen at once), the sync loop is not stuck.
+//
+// Until the runtime answers and the parts are built, the runtime check says
+// so, naming the endpoint and the last error, and the others wait.
+func (a *Agent) healthChecks(endpoint string) []server.Check {
+	built := func(check func() error) func() error {
+		return func() error {
+			if !a.built.Load() {
+				return errors.New("not started: waiting for the container runtime")
+			}
+			return check()
+		}
+	}
 	return []server.Check{
-		{Name: "runtime", Check: a.runtimeReady},
-		{Name: "pleg", Check: func() error { return a.pleg.Healthy() }},
-		{Name: "syncloop", Check: func() error { return a.loop.Healthy() }},
+		{Name: "runtime", Check: func() error {
+			if !a.built.Load() {
+				why := "connecting"
+				if e := a.connectErr.Load(); e != nil {
+					why = *e
+				}
+				return fmt.Errorf("container runtime at %s not answering: %s", endpoint, why)
+			}
+			return a.runtimeReady()
+		}},
+		{Name: "pleg", Check: built(func() error { return a.pleg.Healthy() })},
+		{Name: "relist", Check: built(func() error { return a.pleg.RelistError() })},
+		{Name: "syncloop", Check: built(func() error { return a.loop.Healthy() })},
 	}
 }
 

@@ -170,6 +170,7 @@ func (p *Plugin) call(ctx context.Context, k abi.Kind, input []byte, resp any) (
 		out, err = p.callV1(ctx, k, input, resp, start)
 	}
 	p.stats.record(mono()-start, err)
+	p.reportLogDrops()
 	return out, err
 }
 

@@ -73,6 +73,7 @@ type entry struct {
 	loadedAt time.Time
 	err      error
 	stamp    string // files' size+mtime of the last attempt
+	name     string // the plugin name, when refused for errNameUsed
 }
 
 // NewManager creates a Manager for cfg.Dir; nothing is loaded until Scan or
@@ -194,24 +195,61 @@ func (m *Manager) Scan(ctx context.Context) {
 			changed = true
 		}
 	}
+	// A file refused because another held its name is tried again once
+	// that name is free (its owner deleted, renamed or now another
+	// plugin), though the file itself did not change: adding v2 beside v1
+	// and then deleting v1 — an upgrade — must end with v2 serving, never
+	// with no plugin of that name.
+	for _, path := range paths {
+		m.mu.RLock()
+		e := m.entries[path]
+		retry := e != nil && e.plugin == nil && errors.Is(e.err, errNameUsed) && m.byNameLocked(e.name, path) == ""
+		m.mu.RUnlock()
+		if retry && m.scanOne(ctx, path, "") {
+			changed = true
+		}
+	}
 	if changed {
+		m.cfg.Logger.Info("plugin set changed; enforced now", "plugins", m.Enforced())
 		for _, f := range m.onScan {
 			f()
 		}
 	}
 }
 
-// scanOne (re)loads one file when its stamp changed; it reports whether the
-// serving plugin changed.
+// errNameUsed marks a load refused because another file serves the name.
+var errNameUsed = errors.New("name already used")
+
+// Enforced describes the serving plugins, one "name@version(kinds, policy)
+// from file" per plugin sorted by name — what the agent enforces now.
+func (m *Manager) Enforced() string {
+	var out []string
+	for _, in := range m.Plugins() {
+		if in.State == StateLoaded {
+			out = append(out, fmt.Sprintf("%s@%s(%v, failurePolicy %s) from %s", in.Name, in.Version, in.Kinds, in.FailurePolicy, filepath.Base(in.Path)))
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
+}
+
+// scanOne (re)loads one file when its stamp changed (an empty stamp: load
+// again whatever the stamp); it reports whether the serving plugin changed.
 func (m *Manager) scanOne(ctx context.Context, path, stamp string) bool {
 	m.mu.RLock()
 	old := m.entries[path]
 	m.mu.RUnlock()
-	if old != nil && old.stamp == stamp {
+	if stamp == "" && old != nil {
+		stamp = old.stamp
+	} else if old != nil && old.stamp == stamp {
 		return false
 	}
 	var p *Plugin
 	var err error
+	var name string // the plugin name refused for being in use
 	if strings.HasSuffix(path, abi.ManifestSuffix) {
 		p, err = m.e.load(ctx, path, nil)
 	} else {
@@ -220,7 +258,8 @@ func (m *Manager) scanOne(ctx context.Context, path, stamp string) bool {
 	if err == nil {
 		if other := m.byName(p.Name(), path); other != "" {
 			p.Close(ctx)
-			err = fmt.Errorf("plugin %q: name already used by %s", p.Name(), other)
+			name = p.Name()
+			err = fmt.Errorf("plugin %q: %w by %s", p.Name(), errNameUsed, other)
 		}
 	}
 	m.mu.Lock()
@@ -231,6 +270,7 @@ func (m *Manager) scanOne(ctx context.Context, path, stamp string) bool {
 		m.entries[path] = e
 	}
 	e.stamp = stamp
+	e.name = name
 	if err != nil {
 		e.err = err
 		if e.plugin != nil {
@@ -243,6 +283,11 @@ func (m *Manager) scanOne(ctx context.Context, path, stamp string) bool {
 	}
 	prev := e.plugin
 	e.plugin, e.err, e.loadedAt = p, nil, time.Now()
+	if prev != nil && prev.Name() == p.Name() && prev.Manifest().Version == p.Manifest().Version {
+		// The same version again (a re-copied file, another build under
+		// the same version): its figures go on rather than restart.
+		p.stats.add(prev.Stats())
+	}
 	if prev != nil {
 		m.cfg.Logger.Info("plugin replaced", "file", path, "plugin", p.Name(), "version", p.Manifest().Version,
 			"previous_version", prev.Manifest().Version, "sha256", p.SHA256())
@@ -258,6 +303,11 @@ func (m *Manager) scanOne(ctx context.Context, path, stamp string) bool {
 func (m *Manager) byName(name, except string) string {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
+	return m.byNameLocked(name, except)
+}
+
+// byNameLocked is byName with m.mu held.
+func (m *Manager) byNameLocked(name, except string) string {
 	for path, e := range m.entries {
 		if path != except && e.plugin != nil && e.plugin.Name() == name {
 			return path

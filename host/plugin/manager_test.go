@@ -157,3 +157,37 @@ func series(t *testing.T, reg *prometheus.Registry, name string) int {
 	}
 	return 0
 }
+
+// TestManager_Scan_sameVersionAndDeletedModule: a same-version replacement
+// keeps the plugin's figures; deleting only the module of a loaded plugin
+// is shown on its file while the loaded version keeps serving.
+func TestManager_Scan_sameVersionAndDeletedModule(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	m := newManager(t, Config{Dir: dir})
+	mf := writePlugin(t, dir, "x", "testdata/wat/ok.wasm", "1.0.0", "")
+	m.Scan(ctx)
+	for range 3 {
+		if _, err := m.Get("x").Admit(ctx, admitReq(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writePlugin(t, dir, "x", "testdata/wat/ok.wasm", "1.0.0", "order: 5\n")
+	m.Scan(ctx)
+	if in, _ := info(m, mf); in.Order != 5 || in.Stats.Calls != 3 {
+		t.Fatalf("after a same-version replacement: order %d, calls %d; want 5 and the 3 calls kept", in.Order, in.Stats.Calls)
+	}
+	writePlugin(t, dir, "x", "testdata/wat/work.wasm", "2.0.0", "")
+	m.Scan(ctx)
+	if in, _ := info(m, mf); in.Version != "2.0.0" || in.Stats.Calls != 0 {
+		t.Fatalf("after a new version: version %s, calls %d; want 2.0.0 with its own figures", in.Version, in.Stats.Calls)
+	}
+	if err := os.Remove(filepath.Join(dir, "x.wasm")); err != nil {
+		t.Fatal(err)
+	}
+	m.Scan(ctx)
+	in, _ := info(m, mf)
+	if in.State != StateLoaded || in.Version != "2.0.0" || !strings.Contains(in.Error, "x.wasm") {
+		t.Fatalf("after deleting x.wasm: %+v, want 2.0.0 serving and an error naming x.wasm", in)
+	}
+}

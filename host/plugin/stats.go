@@ -34,6 +34,8 @@ type Stats struct {
 	// Instantiations counts instances created (a failed call's instance is
 	// discarded, so the next call instantiates afresh).
 	Instantiations uint64
+	// LogLinesDropped counts guest log lines over the log budget.
+	LogLinesDropped uint64
 }
 
 // Quantile estimates the q-quantile (0 < q ≤ 1) of call latency as the upper
@@ -93,10 +95,31 @@ func (st *stats) countError() {
 	st.mu.Unlock()
 }
 
+func (st *stats) logDropped(n int) {
+	st.mu.Lock()
+	st.s.LogLinesDropped += uint64(n)
+	st.mu.Unlock()
+}
+
 func (st *stats) instantiated() {
 	st.mu.Lock()
 	st.s.Instantiations++
 	st.mu.Unlock()
+}
+
+// add adds the figures of s (a replaced plugin's) to st.
+func (st *stats) add(s Stats) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.s.Calls += s.Calls
+	st.s.Errors += s.Errors
+	st.s.Timeouts += s.Timeouts
+	st.s.LatencySum += s.LatencySum
+	st.s.Instantiations += s.Instantiations
+	st.s.LogLinesDropped += s.LogLinesDropped
+	for i := range min(len(st.s.Latency), len(s.Latency)) {
+		st.s.Latency[i] += s.Latency[i]
+	}
 }
 
 func (st *stats) snapshot() Stats {

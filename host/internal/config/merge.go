@@ -252,7 +252,7 @@ func (c *PodConfig) merge(source string, u PodUpdate) mergeResult {
 	return r
 }
 
-// filter drops invalid pods and pods whose full name repeats within the
+// filter drops invalid pods (static pods: by the API server's rules) and pods whose full name repeats within the
 // update, logging each; it returns the source's pods as private copies.
 func (c *PodConfig) filter(source string, pods []*v1.Pod) []*v1.Pod {
 	names := make(map[string]bool, len(pods))
@@ -265,14 +265,23 @@ func (c *PodConfig) filter(source string, pods []*v1.Pod) []*v1.Pod {
 			c.log.Error("invalid pod skipped", "source", source, "error", err)
 			continue
 		}
+		p = p.DeepCopy()
+		ApplyPodDefaults(p)
+		if source != APIServerSource {
+			// A static pod never went through an API server: hold it to
+			// the API server's rules here (a plugin source's pods; the
+			// file source refuses them already, naming the file).
+			if err := ValidateStatic(p); err != nil {
+				c.log.Error("invalid pod skipped: the API server would refuse it", "source", source, "pod", FullName(p), "error", err)
+				continue
+			}
+		}
 		fn := FullName(p)
 		if names[fn] {
 			c.log.Error("pod skipped: another pod of the source has the same name", "source", source, "pod", fn)
 			continue
 		}
 		names[fn] = true
-		p = p.DeepCopy()
-		ApplyPodDefaults(p)
 		out = append(out, p)
 	}
 	return out

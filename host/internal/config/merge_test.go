@@ -103,6 +103,7 @@ func TestPodConfig_Merge(t *testing.T) {
 		{"ADD of a name the source holds under another UID is skipped", []PodUpdate{{Op: OpAdd, Pods: []*v1.Pod{a()}}, {Op: OpAdd, Pods: []*v1.Pod{testPod("a", "uid-a2", "img:1"), b()}}}, []string{"ADD:uid-b"}},
 		{"SET may replace a name's UID", []PodUpdate{{Op: OpSet, Pods: []*v1.Pod{a()}}, {Op: OpSet, Pods: []*v1.Pod{testPod("a", "uid-a2", "img:1")}}}, []string{"REMOVE:uid-a", "ADD:uid-a2"}},
 		{"duplicate full name skipped", []PodUpdate{{Op: OpSet, Pods: []*v1.Pod{a(), testPod("a", "uid-a2", "img:1")}}}, []string{"ADD:uid-a"}},
+		{"static pod the API server would refuse skipped", []PodUpdate{{Op: OpSet, Pods: []*v1.Pod{a(), testPod("Bad_Name", "uid-x", "img:1")}}}, []string{"ADD:uid-a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -124,7 +124,7 @@ func (e *Extension) decide(attrs admission.Attributes, a answer) admission.Decis
 	switch {
 	case a.err != nil:
 		if e.failed(a.p, abi.KindAdmission, "admit "+podName(attrs.Pod), a.err) {
-			d.Err = a.err
+			d.Err = firstLine(a.err)
 		} else {
 			d.Result.Admit = true
 		}

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -168,6 +169,26 @@ func (e *Extension) failed(p *plugin.Plugin, k abi.Kind, what string, err error)
 	e.log.Error("plugin call failed (failurePolicy Fail)", "plugin", p.Name(), "kind", k, "call", what, "error", err)
 	return true
 }
+
+// firstLine is err as a pod's status shows it: its first line only. A
+// guest's fault can carry a long trace (a Go guest's runtime stack on a
+// memory-cap failure runs to a thousand characters); failed logs it whole.
+// errors.Is and As still see err.
+func firstLine(err error) error {
+	if msg := err.Error(); strings.Contains(msg, "\n") {
+		return &firstLineError{line: strings.TrimSpace(msg[:strings.IndexByte(msg, '\n')]) + " (the rest in the agent's log)", err: err}
+	}
+	return err
+}
+
+// firstLineError shows the first line of err.
+type firstLineError struct {
+	line string
+	err  error
+}
+
+func (f *firstLineError) Error() string { return f.line }
+func (f *firstLineError) Unwrap() error { return f.err }
 
 // retryClosed runs call on p, once more on the serving version of p's name
 // if p was replaced (closed) meanwhile.

@@ -1,10 +1,12 @@
 package extension
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
@@ -54,11 +57,13 @@ func install(t testing.TB, dir, name, module string, kinds []abi.Kind, extra str
 }
 
 // setup scans dir with a Manager and returns the Extension over it and its
-// registry.
+// registry. The default deadline is one no loaded machine reaches, so calls
+// that must finish do; a plugin whose deadline is the point sets its own in
+// its manifest (permissions.timeout).
 func setup(t testing.TB, dir string, merge func(context.Context, string, config.PodUpdate) error) (*Extension, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m, err := plugin.NewManager(plugin.Config{Dir: dir, Registerer: reg, Timeout: 200 * time.Millisecond, PoolSize: 1})
+	m, err := plugin.NewManager(plugin.Config{Dir: dir, Registerer: reg, Timeout: time.Minute, PoolSize: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,9 +334,15 @@ func TestExtension_Handler(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	e.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/plugins", nil))
-	var body struct{ Plugins []PluginStatus }
+	var body struct {
+		Enforced string
+		Plugins  []PluginStatus
+	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatalf("%v: %s", err, rec.Body)
+	}
+	if !strings.HasPrefix(body.Enforced, "bang@1.0.0([admission], failurePolicy ") || strings.Contains(body.Enforced, "broken") {
+		t.Errorf("enforced %q, want bang@1.0.0 alone", body.Enforced)
 	}
 	if len(body.Plugins) != 2 {
 		t.Fatalf("plugins %+v", body.Plugins)
@@ -399,5 +410,28 @@ func TestEncoder_Admit(t *testing.T) {
 	}
 	if len(c.cache) != 3 {
 		t.Errorf("cache holds %d pods, want the 3 of the last admission", len(c.cache))
+	}
+}
+
+// TestExtension_decide_firstLine: a failed admission call under the Fail
+// policy puts only the first line of the plugin's error into the decision
+// (the pod's status); the whole error, trace included, goes to the log.
+func TestExtension_decide_firstLine(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "bang", "ok.wasm", []abi.Kind{abi.KindAdmission}, "failurePolicy: Fail\n")
+	e, _ := setup(t, dir, nil)
+	var logs bytes.Buffer
+	e.log = hclog.New(&hclog.LoggerOptions{Output: &logs})
+	trace := "\ngoroutine 1 [running]:\nruntime.throw(...)\n\t/usr/local/go/src/runtime/panic.go:1101"
+	cause := fmt.Errorf("plugin \"bang\": %w: out of memory%s", plugin.ErrMemoryLimit, trace)
+	d := e.decide(admission.Attributes{Pod: testPod("x")}, answer{p: e.mgr.Get("bang"), err: cause})
+	if d.Err == nil || strings.Contains(d.Err.Error(), "\n") || !strings.Contains(d.Err.Error(), "out of memory") {
+		t.Fatalf("decision error %q, want the first line alone", d.Err)
+	}
+	if !errors.Is(d.Err, plugin.ErrMemoryLimit) {
+		t.Errorf("decision error %v no longer is ErrMemoryLimit", d.Err)
+	}
+	if !strings.Contains(logs.String(), "runtime.throw") {
+		t.Errorf("the trace is not in the log:\n%s", logs.String())
 	}
 }

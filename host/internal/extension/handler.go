@@ -67,15 +67,18 @@ func (e *Extension) Status() []PluginStatus {
 	return out
 }
 
-// Handler serves /plugins: {"plugins": [PluginStatus…]} as JSON.
+// Handler serves /plugins: {"enforced": "…", "plugins": [PluginStatus…]}
+// as JSON, enforced being the serving plugins in one line (the Manager's
+// Enforced: name@version, kinds, failure policy, file).
 func (e *Extension) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {
-			Plugins []PluginStatus `json:"plugins"`
-		}{e.Status()}); err != nil {
+			Enforced string         `json:"enforced"`
+			Plugins  []PluginStatus `json:"plugins"`
+		}{e.mgr.Enforced(), e.Status()}); err != nil {
 			e.log.Error("write /plugins", "error", err)
 		}
 	})

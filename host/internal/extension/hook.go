@@ -51,7 +51,7 @@ func (e *Extension) Hook(ctx context.Context, point runtime.HookPoint, pod *v1.P
 				what += " container " + container.Name
 			}
 			if e.failed(p, abi.KindHook, what, err) {
-				return nil, fmt.Errorf("hook plugin %s failed (failurePolicy Fail): %w", p.Name(), err)
+				return nil, fmt.Errorf("hook plugin %s failed (failurePolicy Fail): %w", p.Name(), firstLine(err))
 			}
 			continue
 		}

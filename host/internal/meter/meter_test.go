@@ -77,7 +77,9 @@ func TestCall_Arm(t *testing.T) {
 				if !errors.Is(err, ErrStopped) || !c.Stopped() {
 					t.Fatalf("err = %v, Stopped %v; want ErrStopped", err, c.Stopped())
 				}
-				if took > time.Second {
+				// The claim is that the spin stops, not how fast: a margin
+				// no loaded machine reaches.
+				if took > time.Minute {
 					t.Errorf("stopped after %s", took)
 				}
 				return

@@ -1,15 +1,14 @@
 package objects
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/wasmlet/wasmlet/host/internal/regularfile"
 )
 
 // maxManifestSize bounds what is read of one file.
@@ -130,28 +129,12 @@ func isManifestName(name string) bool {
 	return false
 }
 
-// readManifests reads and parses path. It opens without blocking and
-// checks again that it is a regular file, in case it was replaced by a
-// FIFO since it was listed.
+// readManifests reads and parses path, a regular file only (a FIFO is
+// never waited on).
 func readManifests(path string) ([]runtime.Object, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	data, err := regularfile.Read(path, maxManifestSize)
 	if err != nil {
 		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errors.New("not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxManifestSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxManifestSize {
-		return nil, fmt.Errorf("larger than %d bytes", maxManifestSize)
 	}
 	return parseManifests(data)
 }

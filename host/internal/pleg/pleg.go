@@ -80,6 +80,8 @@ type PLEG struct {
 	duration prometheus.Histogram
 
 	lastRelist atomic.Int64 // unix nanos of the last successful relist
+	// relistErr is the error of the last relist, nil when it succeeded.
+	relistErr atomic.Pointer[relistFailure]
 	// records is the last relist's view of each pod; only Run touches it.
 	records   map[types.UID]*runtime.Pod
 	reinspect map[types.UID]*runtime.Pod
@@ -163,6 +165,25 @@ func (p *PLEG) Healthy() error {
 	return nil
 }
 
+// relistFailure is a failed relist: when the failures began, the last error.
+type relistFailure struct {
+	since time.Time
+	err   error
+}
+
+// RelistError returns an error, at once, while the relists fail: what the
+// last one said and since when. /healthz shows it, so a runtime that
+// answers every list with an error (such as a listing larger than the gRPC
+// message limit) turns it red at the first failure; Healthy, which the
+// node's Ready condition follows, waits for RelistThreshold.
+func (p *PLEG) RelistError() error {
+	f := p.relistErr.Load()
+	if f == nil {
+		return nil
+	}
+	return fmt.Errorf("pleg: relists failing since %s: %w", f.since.UTC().Format(time.RFC3339), f.err)
+}
+
 // Relist lists the runtime once, updates the cache for pods that changed
 // and sends their events. It is not safe to call concurrently with itself
 // (Run calls it).
@@ -171,8 +192,16 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	defer func() { p.duration.Observe(time.Since(ts).Seconds()) }()
 	pods, err := p.cfg.Runtime.GetPods(ctx)
 	if err != nil {
+		if ctx.Err() == nil {
+			since := ts
+			if f := p.relistErr.Load(); f != nil {
+				since = f.since
+			}
+			p.relistErr.Store(&relistFailure{since: since, err: err})
+		}
 		return err
 	}
+	p.relistErr.Store(nil)
 	p.lastRelist.Store(ts.UnixNano())
 
 	current := make(map[types.UID]*runtime.Pod, len(pods))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,5 +223,29 @@ func TestPLEG_RelistSkipsInspectionWhenCacheMatches(t *testing.T) {
 	}
 	if n := count() - before; n != 1 {
 		t.Errorf("ContainerStatus calls after a death = %d, want 1", n)
+	}
+}
+
+// TestPLEG_RelistError: a runtime that fails every listing; RelistError
+// says so at the first failed relist (long before Healthy's threshold) and
+// clears when a relist works.
+func TestPLEG_RelistError(t *testing.T) {
+	m, f := newRuntime(t)
+	p, _ := New(Config{Runtime: m})
+	f.RuntimeService.InjectError("ListContainers", errors.New("listing broken"))
+	if err := p.Relist(context.Background()); err == nil {
+		t.Fatal("relist succeeded against a failing runtime")
+	}
+	if err := p.RelistError(); err == nil || !strings.Contains(err.Error(), "relists failing since") || !strings.Contains(err.Error(), "listing broken") {
+		t.Fatalf("RelistError after a failed relist = %v, want the failure", err)
+	}
+	if err := p.Healthy(); err != nil {
+		t.Errorf("Healthy = %v before its threshold", err)
+	}
+	if err := p.Relist(context.Background()); err != nil { // the injected error was used up
+		t.Fatal(err)
+	}
+	if err := p.RelistError(); err != nil {
+		t.Errorf("RelistError after a good relist = %v", err)
 	}
 }

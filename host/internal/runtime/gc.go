@@ -17,7 +17,7 @@ import (
 // as the kubelet's container GC and orphan cleanup: for pods keep says no
 // to, every dead container and sandbox (sandboxes are stopped first) and
 // the pod and log directories once the runtime holds nothing of the pod;
-// for kept pods, dead containers beyond the newest per name and dead
+// for kept pods, exited containers beyond the newest per name and dead
 // sandboxes other than the newest that hold no container. Running
 // containers are never touched: killing is the pod workers' job. pods is
 // the runtime's pods as GetPods just listed them (the caller has the list
@@ -34,6 +34,13 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods []*Pod, keep func(typ
 		for _, o := range objs {
 			if o.Sandbox || o.State == StateRunning {
 				live = live || o.State == StateRunning
+				continue
+			}
+			if kept && o.State != StateExited {
+				// Created, not yet started (or unknown): not dead. A
+				// restarted container is created before it starts; were it
+				// counted as the dead instance to keep, the exited one the
+				// last termination state comes from would be removed.
 				continue
 			}
 			if kept && !seenDead[o.Name] {

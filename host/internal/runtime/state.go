@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -16,15 +18,21 @@ import (
 var managedSelector = map[string]string{LabelManaged: "true"}
 
 // GetPods lists every pod wasmlet manages in the runtime (the PLEG relist):
-// two CRI calls whatever the number of pods.
+// two CRI calls whatever the number of pods. A sandbox listing larger than
+// the CRI message limit (sandboxes carry their pods' annotations, up to
+// 256 KiB each) does not blind the relist: the sandboxes are then listed
+// pod by pod, for the pods that have containers (see sandboxesByPod).
 func (m *Manager) GetPods(ctx context.Context) ([]*Pod, error) {
-	sbs, err := m.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: managedSelector})
-	if err != nil {
-		return nil, fmt.Errorf("runtime: list sandboxes: %w", err)
-	}
 	cs, err := m.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: managedSelector})
 	if err != nil {
 		return nil, fmt.Errorf("runtime: list containers: %w", err)
+	}
+	sbs, err := m.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: managedSelector})
+	if status.Code(err) == codes.ResourceExhausted {
+		sbs, err = m.sandboxesByPod(ctx, cs)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runtime: list sandboxes: %w", err)
 	}
 	byUID := map[types.UID]*Pod{}
 	get := func(labels map[string]string) *Pod {
@@ -53,6 +61,28 @@ func (m *Manager) GetPods(ctx context.Context) ([]*Pod, error) {
 		pods = append(pods, p)
 	}
 	return pods, nil
+}
+
+// sandboxesByPod lists the sandboxes of each pod that has containers, one
+// listing per pod, for when the listing of all sandboxes is over the
+// message limit. A sandbox whose pod has no container yet is not seen by
+// that relist; the pod's own sync reads it (GetPodStatus lists per pod).
+func (m *Manager) sandboxesByPod(ctx context.Context, cs []*runtimeapi.Container) ([]*runtimeapi.PodSandbox, error) {
+	uids := map[string]bool{}
+	for _, c := range cs {
+		if uid := c.Labels[LabelPodUID]; uid != "" {
+			uids[uid] = true
+		}
+	}
+	var out []*runtimeapi.PodSandbox
+	for uid := range uids {
+		sbs, err := m.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{LabelManaged: "true", LabelPodUID: uid}})
+		if err != nil {
+			return nil, fmt.Errorf("pod %s: %w", uid, err)
+		}
+		out = append(out, sbs...)
+	}
+	return out, nil
 }
 
 func toState(s runtimeapi.ContainerState) ContainerState {

@@ -3,18 +3,25 @@
 // into static pods as the kubelet's file source does (name suffixed with the
 // node name, UID = config hash, config annotations, API defaults).
 //
-// A file that cannot be read or decoded is logged, naming the file, and
-// skipped; every other pod is untouched. A file that was good and turns bad
+// Only regular files are read (a symlink to one included), as by the
+// kubelet: a FIFO, socket or device is never opened, so none can block the
+// source. Whatever is wrong with a path — not a regular file, a dangling
+// symlink or a symlink loop, unreadable, undecodable, more than one YAML
+// document, a pod the API server would refuse (ValidateStatic), a pod name
+// another file already holds — is logged once, naming the file, until it
+// changes, and the path is skipped; every other pod is untouched. A file that was good and turns bad
 // keeps its last good pod until it is fixed or removed, so a half-saved edit
 // never kills a running pod.
 package file
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,9 +31,11 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/regularfile"
 )
 
 // Config configures the file source.
@@ -50,6 +59,9 @@ type Source struct {
 	cfg   Config
 	log   hclog.Logger
 	files map[string]*entry // by path; only Run's goroutine touches it
+	// problems is what was last logged for each path that has one, so a
+	// problem is logged once and again only when it changes.
+	problems map[string]string
 }
 
 // entry is what the source knows of one file.
@@ -70,7 +82,7 @@ func New(cfg Config) *Source {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	return &Source{cfg: cfg, log: cfg.Logger, files: map[string]*entry{}}
+	return &Source{cfg: cfg, log: cfg.Logger, files: map[string]*entry{}, problems: map[string]string{}}
 }
 
 // Name is "file".
@@ -168,10 +180,15 @@ func (s *Source) scan() []*v1.Pod {
 	if err != nil {
 		s.log.Error("cannot read static pod path", "path", s.cfg.Path, "error", err)
 	}
+	present := make(map[string]bool, len(paths))
 	seen := make(map[string]bool, len(paths))
 	names := make(map[string]string, len(paths))
 	pods := make([]*v1.Pod, 0, len(paths))
 	for _, p := range paths {
+		present[p] = true
+		if !s.regular(p) {
+			continue
+		}
 		seen[p] = true
 		e := s.read(p)
 		if e == nil {
@@ -183,11 +200,17 @@ func (s *Source) scan() []*v1.Pod {
 		}
 		names[config.FullName(e.pod)] = p
 		e.sent = e.pod
+		s.resolved(p)
 		pods = append(pods, e.pod.DeepCopy())
 	}
 	for p := range s.files {
 		if !seen[p] {
 			delete(s.files, p)
+		}
+	}
+	for p := range s.problems {
+		if !present[p] {
+			delete(s.problems, p)
 		}
 	}
 	return pods
@@ -200,7 +223,7 @@ func (s *Source) duplicate(names map[string]string, path string, pod *v1.Pod) bo
 	if !ok || owner == path {
 		return false
 	}
-	s.log.Error("static pod manifest skipped: another file has a pod of the same name", "file", path, "pod", pod.Namespace+"/"+pod.Name, "other_file", owner)
+	s.report(path, "static pod manifest skipped: another file has a pod of the same name", "pod", pod.Namespace+"/"+pod.Name, "other_file", owner)
 	return true
 }
 
@@ -233,7 +256,7 @@ func (s *Source) refresh(paths map[string]bool) (add, remove []*v1.Pod) {
 		if e := s.files[p]; e != nil {
 			prev = e.sent
 		}
-		if fi, err := os.Stat(p); err != nil || fi.IsDir() {
+		if !s.regular(p) {
 			delete(s.files, p)
 			drop(prev)
 			continue
@@ -255,13 +278,15 @@ func (s *Source) refresh(paths map[string]bool) (add, remove []*v1.Pod) {
 		}
 		add = append(add, cur.DeepCopy())
 		e.sent = cur
+		s.resolved(p)
 		names[config.FullName(cur)] = p
 	}
 	return add, remove
 }
 
-// list returns the manifest files: the regular files of the directory that
-// are not hidden, or the path itself when it is a file.
+// list returns the candidate manifest paths: the entries of the directory
+// that are not hidden, or the path itself when it is not a directory. Which
+// of them are regular files is for regular to say.
 func (s *Source) list() ([]string, error) {
 	fi, err := os.Stat(s.cfg.Path)
 	if err != nil {
@@ -280,14 +305,6 @@ func (s *Source) list() ([]string, error) {
 		if !manifestName(p) {
 			continue
 		}
-		if de.IsDir() {
-			continue
-		}
-		if de.Type()&os.ModeSymlink != 0 {
-			if fi, err := os.Stat(p); err != nil || fi.IsDir() {
-				continue
-			}
-		}
 		out = append(out, p)
 	}
 	return out, nil
@@ -298,12 +315,56 @@ func manifestName(p string) bool {
 	return !strings.HasPrefix(filepath.Base(p), ".")
 }
 
+// regular reports whether path is (or links to) a regular file; when it is
+// not — a directory, FIFO, socket or device, a dangling symlink or a symlink
+// loop, or a path that cannot be looked at — that is reported once.
+func (s *Source) regular(path string) bool {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil && errors.Is(err, os.ErrNotExist) && !exists(path):
+		delete(s.problems, path) // removed: nothing wrong with it
+		return false
+	case err != nil:
+		s.report(path, "static pod manifest skipped: cannot stat it (a dangling symlink or a symlink loop?)", "error", err)
+		return false
+	case !fi.Mode().IsRegular():
+		s.report(path, "static pod manifest skipped: not a regular file", "mode", fi.Mode().String())
+		return false
+	}
+	return true
+}
+
+// exists reports whether path itself (not what a symlink names) exists.
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// report logs msg at ERROR naming the file, unless that same problem was
+// the last one logged for it.
+func (s *Source) report(path, msg string, args ...any) {
+	key := msg + fmt.Sprint(args...)
+	if s.problems[path] == key {
+		return
+	}
+	s.problems[path] = key
+	s.log.Error(msg, append([]any{"file", path}, args...)...)
+}
+
+// resolved forgets path's problem once its pod is sent, so that it is
+// logged again if it comes back.
+func (s *Source) resolved(path string) { delete(s.problems, path) }
+
+// maxManifestSize bounds a manifest file: the API server's request body
+// limit (3 MiB), so no static pod is larger than an API pod can be.
+const maxManifestSize = 3 << 20
+
 // read reads one file, updating its entry; unchanged content is not decoded
-// again. A bad content is logged once.
+// again. A problem is reported once.
 func (s *Source) read(path string) *entry {
-	b, err := os.ReadFile(path)
+	b, err := regularfile.Read(path, maxManifestSize)
 	if err != nil {
-		s.log.Error("cannot read static pod manifest; skipped", "file", path, "error", err)
+		s.report(path, "cannot read static pod manifest; skipped", "error", err)
 		return s.files[path]
 	}
 	sum := sha256.Sum256(b)
@@ -319,9 +380,9 @@ func (s *Source) read(path string) *entry {
 	pod, err := Decode(b, path, s.cfg.NodeName)
 	if err != nil {
 		if e.pod != nil {
-			s.log.Error("bad static pod manifest; keeping the pod of its last good content", "file", path, "pod", e.pod.Namespace+"/"+e.pod.Name, "error", err)
+			s.report(path, "bad static pod manifest; keeping the pod of its last good content", "pod", e.pod.Namespace+"/"+e.pod.Name, "error", err)
 		} else {
-			s.log.Error("bad static pod manifest; skipped", "file", path, "error", err)
+			s.report(path, "bad static pod manifest; skipped", "error", err)
 		}
 		return e
 	}
@@ -330,11 +391,17 @@ func (s *Source) read(path string) *entry {
 }
 
 // Decode decodes one manifest (YAML or JSON) of the file at path into a
-// static pod for the node: kind Pod, apiVersion v1, then
-// config.ApplyStaticDefaults. Errors name the file.
+// static pod for the node: one document, kind Pod, apiVersion v1, then
+// config.ApplyStaticDefaults, then the API server's rules
+// (config.ValidateStatic). Errors name the file and the field.
 func Decode(b []byte, path, nodeName string) (*v1.Pod, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, fmt.Errorf("%s: empty manifest", path)
+	}
+	if n, err := documents(b); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	} else if n > 1 {
+		return nil, fmt.Errorf("%s: %d YAML documents; a manifest file holds one pod", path, n)
 	}
 	var pod v1.Pod
 	if err := yaml.Unmarshal(b, &pod); err != nil {
@@ -352,5 +419,37 @@ func Decode(b []byte, path, nodeName string) (*v1.Pod, error) {
 	if err := config.Validate(&pod); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if err := config.ValidateStatic(&pod); err != nil {
+		return nil, fmt.Errorf("%s: refused as the API server would: %w", path, err)
+	}
 	return &pod, nil
+}
+
+// documents counts the non-empty YAML documents of b.
+func documents(b []byte) (int, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	n := 0
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if len(bytes.TrimSpace(doc)) > 0 && !onlyComments(doc) {
+			n++
+		}
+	}
+}
+
+// onlyComments reports whether a YAML document holds nothing but comments.
+func onlyComments(doc []byte) bool {
+	for line := range bytes.Lines(doc) {
+		l := bytes.TrimSpace(line)
+		if len(l) > 0 && l[0] != '#' {
+			return false
+		}
+	}
+	return true
 }

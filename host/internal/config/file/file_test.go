@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +46,9 @@ func TestDecode(t *testing.T) {
 		{"not a pod", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n", `want kind Pod`},
 		{"no name", "apiVersion: v1\nkind: Pod\nspec: {containers: [{name: a, image: b}]}\n", "metadata.name is empty"},
 		{"no containers", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n", "spec.containers is empty"},
+		{"two documents", webYAML + "---\n" + webYAML, "2 YAML documents"},
+		{"separator and comments around one document", "# head\n---\n" + webYAML + "---\n# tail\n", ""},
+		{"refused by the API server's rules", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, image: i, ports: [{containerPort: 0}]}]}\n", "spec.containers[0].ports[0].containerPort"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -322,12 +326,15 @@ func BenchmarkSource_Run_burst1000(b *testing.B) {
 }
 
 // FuzzDecode checks that no manifest makes Decode panic, and that every pod
-// it accepts is a valid static pod of the node.
+// it accepts is a valid static pod of the node that the API server would
+// accept too.
 func FuzzDecode(f *testing.F) {
 	f.Add([]byte(webYAML))
 	f.Add([]byte(webJSON))
 	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n"))
 	f.Add([]byte("kind: ["))
+	f.Add([]byte(webYAML + "---\n" + webJSON))
+	f.Add([]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: x, annotations: {a: b}}\nspec: {containers: [{name: c, image: i, resources: {limits: {cpu: -1}}}]}\n"))
 	uid := regexp.MustCompile(`^[0-9a-f]{32}$`)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := Decode(b, "/p/f.yaml", "n1")
@@ -340,6 +347,9 @@ func FuzzDecode(f *testing.F) {
 		if err := config.Validate(p); err != nil {
 			t.Errorf("accepted an invalid pod: %v", err)
 		}
+		if err := config.ValidateStatic(p); err != nil {
+			t.Errorf("accepted a pod the API server would refuse: %v", err)
+		}
 		if !strings.HasSuffix(p.Name, "-n1") || p.Spec.NodeName != "n1" || p.Annotations[config.AnnotationHash] != string(p.UID) {
 			t.Errorf("not a static pod of n1: %s %s %v", p.Name, p.Spec.NodeName, p.Annotations)
 		}
@@ -347,4 +357,138 @@ func FuzzDecode(f *testing.F) {
 			t.Errorf("UID %q neither a hash nor from the manifest", p.UID)
 		}
 	})
+}
+
+// TestSource_Run_badPaths puts every kind of bad path into the manifest
+// directory beside good manifests: each is named once in the log however
+// often the directory is re-read, none blocks the source (a FIFO is never
+// opened), and good manifests written later still load.
+func TestSource_Run_badPaths(t *testing.T) {
+	dir := t.TempDir()
+	in := func(name string) string { return filepath.Join(dir, name) }
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(in(name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(in("a-fifo.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(in("nowhere.yaml"), in("b-dangling.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(in("c-loop.yaml"), in("c-loop.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(in("d-dir.yaml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write("e-two-docs.yaml", pod("two", "img:1")+"---\n"+pod("three", "img:1"))
+	write("f-invalid.yaml", "apiVersion: v1\nkind: Pod\nmetadata: {name: inv}\nspec:\n  containers: [{name: Bad_Name, image: img}]\n")
+	write("g-huge.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: huge\n  annotations: {big: "+strings.Repeat("x", 300<<10)+"}\nspec:\n  containers: [{name: c, image: img}]\n")
+	write("h-good.yaml", pod("good", "img:1"))
+	write("i-dup.yaml", pod("good", "img:dup"))
+	var logs syncBuffer
+	s := New(Config{Path: dir, NodeName: "n1", CheckFrequency: 10 * time.Millisecond,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
+	ch := make(chan config.PodUpdate)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx, ch); close(ch) }()
+	var c collector
+	go c.run(ch)
+
+	c.waitFor(t, "good-n1=img:1")
+	write("z-later.yaml", pod("later", "img:1"))
+	c.waitFor(t, "good-n1=img:1 later-n1=img:1")
+	// Let the source re-read the directory many times.
+	for n := strings.Count(c.opsString(), "SET"); strings.Count(c.opsString(), "SET") < n+10; {
+		time.Sleep(5 * time.Millisecond)
+	}
+	bad := map[string]string{
+		"a-fifo.yaml":     "not a regular file",
+		"b-dangling.yaml": "cannot stat",
+		"c-loop.yaml":     "cannot stat",
+		"d-dir.yaml":      "not a regular file",
+		"e-two-docs.yaml": "2 YAML documents",
+		"f-invalid.yaml":  "spec.containers[0].name",
+		"g-huge.yaml":     "metadata.annotations: Too long",
+		"i-dup.yaml":      "same name",
+	}
+	lines := strings.Split(logs.String(), "\n")
+	for name, want := range bad {
+		var named []string
+		for _, l := range lines {
+			if strings.Contains(l, " file="+in(name)) {
+				named = append(named, l)
+			}
+		}
+		if len(named) != 1 || !strings.Contains(named[0], want) {
+			t.Errorf("%s: %d log lines naming it, want one saying %q:\n%s", name, len(named), want, strings.Join(named, "\n"))
+		}
+	}
+	for _, name := range []string{"h-good.yaml", "z-later.yaml"} {
+		if strings.Contains(logs.String(), " file="+in(name)) {
+			t.Errorf("good manifest %s named in the log:\n%s", name, logs.String())
+		}
+	}
+	// Fixed, a path is loaded; broken again, it is named again.
+	if err := os.Remove(in("b-dangling.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(in("h-good.yaml"), in("b-dangling.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	write("h-good.yaml", pod("linked", "img:1"))
+	// i-dup.yaml holds the only "good" pod now; h-good.yaml and the
+	// link to it hold the same pod, the link (first by name) wins.
+	c.waitFor(t, "good-n1=img:dup later-n1=img:1 linked-n1=img:1")
+	cancel()
+	select {
+	case err := <-done:
+		if err != context.Canceled {
+			t.Errorf("Run returned %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+func (c *collector) opsString() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.ops, " ")
+}
+
+// TestSource_refresh_removed: a manifest removed (the watch's path) is
+// dropped without a log line; a dangling symlink in its place is named.
+func TestSource_refresh_removed(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.yaml")
+	if err := os.WriteFile(p, []byte(pod("a", "img:1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	s := New(Config{Path: dir, NodeName: "n1", Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
+	if pods := s.scan(); len(pods) != 1 {
+		t.Fatalf("scan: %d pods", len(pods))
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if add, remove := s.refresh(map[string]bool{p: true}); len(add) != 0 || len(remove) != 1 {
+		t.Fatalf("refresh after removal: add %d, remove %d; want 0 and 1", len(add), len(remove))
+	}
+	if logs.String() != "" {
+		t.Errorf("a removed manifest was logged:\n%s", logs.String())
+	}
+	if err := os.Symlink(filepath.Join(dir, "gone.yaml"), p); err != nil {
+		t.Fatal(err)
+	}
+	s.refresh(map[string]bool{p: true})
+	if !strings.Contains(logs.String(), "cannot stat") {
+		t.Errorf("a dangling symlink was not named:\n%s", logs.String())
+	}
 }
