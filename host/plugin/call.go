@@ -25,7 +25,10 @@ type Plugin struct {
 	ownEngine bool
 
 	rt          wazero.Runtime
-	compiled    wazero.CompiledModule
+	codeMu      sync.Mutex            // guards compiled: reap unloads it, code reloads it
+	compiled    wazero.CompiledModule // nil while unloaded by reap (abi: v1)
+	codeLoaded  atomic.Bool           // compiled != nil, for MemoryStats
+	lastCall    atomic.Int64          // mono() at the start of the last call
 	deadline    DeadlineMode
 	timeout     time.Duration
 	memoryPages uint32
@@ -96,11 +99,12 @@ func (p *Plugin) DeadlineMode() DeadlineMode { return p.deadline }
 // Exports lists the module's exported functions by name (for `plugin
 // inspect`); nil for an Extism plugin.
 func (p *Plugin) Exports() []api.FunctionDefinition {
-	if p.compiled == nil {
+	compiled := p.definitions()
+	if compiled == nil {
 		return nil
 	}
 	var out []api.FunctionDefinition
-	for _, d := range p.compiled.ExportedFunctions() {
+	for _, d := range compiled.ExportedFunctions() {
 		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ExportNames()[0] < out[j].ExportNames()[0] })
@@ -110,11 +114,12 @@ func (p *Plugin) Exports() []api.FunctionDefinition {
 // Imports lists the module's imported functions in file order (the deadline
 // instrumentation's own import excluded); nil for an Extism plugin.
 func (p *Plugin) Imports() []api.FunctionDefinition {
-	if p.compiled == nil {
+	compiled := p.definitions()
+	if compiled == nil {
 		return nil
 	}
 	var out []api.FunctionDefinition
-	for _, d := range p.compiled.ImportedFunctions() {
+	for _, d := range compiled.ImportedFunctions() {
 		if mod, _, _ := d.Import(); mod == meter.ImportModule {
 			continue
 		}
@@ -128,15 +133,20 @@ func (p *Plugin) Imports() []api.FunctionDefinition {
 func (p *Plugin) Close(ctx context.Context) error {
 	p.closeOnce.Do(func() {
 		p.closed.Store(true)
+		p.e.track(p, false)
 		if p.pool != nil {
 			p.pool.close()
 		}
 		if p.ext != nil {
 			p.ext.close(ctx)
 		}
+		p.codeMu.Lock()
 		if p.compiled != nil {
 			p.compiled.Close(ctx)
+			p.compiled = nil
+			p.codeLoaded.Store(false)
 		}
+		p.codeMu.Unlock()
 		if p.ownEngine {
 			p.e.close(ctx)
 		}
@@ -174,11 +184,15 @@ func (p *Plugin) call(ctx context.Context, k abi.Kind, input []byte, resp any) (
 }
 
 func (p *Plugin) callV1(ctx context.Context, k abi.Kind, input []byte, resp any, start time.Duration) ([]byte, error) {
+	p.lastCall.Store(int64(start))
 	inst, err := p.pool.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out, err := inst.call(ctx, k, input, start)
+	// The deadline covers the guest's code: it starts once the instance is
+	// there (an instance created now, or code reloaded after the plugin was
+	// idle, has its own time limits).
+	out, err := inst.call(ctx, k, input, mono())
 	if err == nil && resp != nil {
 		err = p.decode(k, out, resp)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -24,10 +25,12 @@ type engine struct {
 
 	mu       sync.Mutex
 	runtimes map[bool]wazero.Runtime // key: WithCloseOnContextDone
+	plugins  map[*Plugin]struct{}    // the loaded v1 plugins, for the reaper
+	stop     chan struct{}           // closed by close: ends the reaper
 }
 
 func newEngine(ctx context.Context, cfg Config) (*engine, error) {
-	e := &engine{cfg: cfg, runtimes: map[bool]wazero.Runtime{}}
+	e := &engine{cfg: cfg, runtimes: map[bool]wazero.Runtime{}, plugins: map[*Plugin]struct{}{}, stop: make(chan struct{})}
 	e.meter = meter.Config{CacheDir: cfg.CacheDir, Call: meterCall}
 	if cfg.CacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
@@ -38,7 +41,44 @@ func newEngine(ctx context.Context, cfg Config) (*engine, error) {
 	} else {
 		e.cache = wazero.NewCompilationCache()
 	}
+	if cfg.IdleTimeout > 0 {
+		go e.reapIdle(cfg.IdleTimeout)
+	}
 	return e, nil
+}
+
+// reapIdle makes the plugins idle for longer than idle give back their
+// instances and compiled code, checking every idle/4 until close.
+func (e *engine) reapIdle(idle time.Duration) {
+	t := time.NewTicker(max(idle/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+		e.mu.Lock()
+		ps := make([]*Plugin, 0, len(e.plugins))
+		for p := range e.plugins {
+			ps = append(ps, p)
+		}
+		e.mu.Unlock()
+		for _, p := range ps {
+			p.reap()
+		}
+	}
+}
+
+// track adds p to the plugins the reaper looks at, or removes it.
+func (e *engine) track(p *Plugin, on bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if on {
+		e.plugins[p] = struct{}{}
+	} else {
+		delete(e.plugins, p)
+	}
 }
 
 // runtime returns the runtime for a deadline mechanism, creating it (with
@@ -72,6 +112,11 @@ func (e *engine) runtime(ctx context.Context, closeOnDone bool) (wazero.Runtime,
 func (e *engine) close(ctx context.Context) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	select {
+	case <-e.stop:
+	default:
+		close(e.stop)
+	}
 	for k, r := range e.runtimes {
 		r.Close(ctx)
 		delete(e.runtimes, k)
@@ -106,6 +151,7 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 		return nil, pluginError(name, ErrCompile, "%s: %v", src.wasmPath, err)
 	}
 	p.compiled = compiled
+	p.codeLoaded.Store(true)
 	if err := p.checkV1(); err != nil {
 		compiled.Close(ctx)
 		return nil, err
@@ -122,6 +168,11 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 		return nil, err
 	}
 	p.pool.put(inst, true)
+	// The module's bytes are not kept: a reload after the plugin was idle
+	// reads them again (and checks their sha256).
+	src.wasm = nil
+	p.lastCall.Store(int64(mono()))
+	e.track(p, true)
 	return p, nil
 }
 

@@ -34,6 +34,10 @@ type Stats struct {
 	// Instantiations counts instances created (a failed call's instance is
 	// discarded, so the next call instantiates afresh).
 	Instantiations uint64
+	// Unloads counts the times the plugin, idle, gave back its instances and
+	// compiled code (Config.IdleTimeout); Reloads the times a call then
+	// reloaded the code.
+	Unloads, Reloads uint64
 }
 
 // Quantile estimates the q-quantile (0 < q ≤ 1) of call latency as the upper
@@ -96,6 +100,18 @@ func (st *stats) countError() {
 func (st *stats) instantiated() {
 	st.mu.Lock()
 	st.s.Instantiations++
+	st.mu.Unlock()
+}
+
+func (st *stats) unloaded() {
+	st.mu.Lock()
+	st.s.Unloads++
+	st.mu.Unlock()
+}
+
+func (st *stats) reloaded() {
+	st.mu.Lock()
+	st.s.Reloads++
 	st.mu.Unlock()
 }
 
