@@ -32,6 +32,7 @@ type Plugin struct {
 	deadline    DeadlineMode
 	timeout     time.Duration
 	memoryPages uint32
+	reads       abi.Reads        // the admission request fields the module reads
 	pool        *pool[*instance] // abi: v1
 	ext         *extismPlugin    // abi: extism
 	stats       *stats
@@ -89,6 +90,10 @@ func (p *Plugin) WasmPath() string { return p.src.wasmPath }
 
 // SHA256 is the hex sha256 of the module file.
 func (p *Plugin) SHA256() string { return p.src.sha256 }
+
+// Reads is what the module declared it reads of an admission request
+// beyond the pod (abi.ExportReads); abi.ReadsAll when it declared nothing.
+func (p *Plugin) Reads() abi.Reads { return p.reads }
 
 // Timeout is the effective per-call deadline.
 func (p *Plugin) Timeout() time.Duration { return p.timeout }
@@ -249,7 +254,9 @@ func (p *Plugin) roundTrip(ctx context.Context, k abi.Kind, req, resp any) error
 	var in []byte
 	if ar, ok := req.(*abi.AdmitRequest); ok {
 		// The hot path: splice the already-encoded pod instead of letting
-		// encoding/json re-scan it.
+		// encoding/json re-scan it, leaving out what the module does not
+		// read.
+		ar = ar.Omit(p.reads)
 		in = ar.AppendJSON(make([]byte, 0, admitRequestSize(ar)))
 	} else {
 		var err error

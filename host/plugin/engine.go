@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -64,8 +65,15 @@ func (e *engine) reapIdle(idle time.Duration) {
 			ps = append(ps, p)
 		}
 		e.mu.Unlock()
+		unloaded := false
 		for _, p := range ps {
-			p.reap()
+			unloaded = p.reap() || unloaded
+		}
+		if unloaded {
+			// wazero unmaps compiled code from a finalizer, and the module's
+			// decoded form is garbage: collect now and give the pages back
+			// rather than when the next GC and the scavenger get to it.
+			debug.FreeOSMemory()
 		}
 	}
 }
@@ -167,6 +175,11 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 		p.Close(ctx)
 		return nil, err
 	}
+	if p.reads, err = inst.reads(ctx); err != nil {
+		p.pool.put(inst, false)
+		p.Close(ctx)
+		return nil, err
+	}
 	p.pool.put(inst, true)
 	// The module's bytes are not kept: a reload after the plugin was idle
 	// reads them again (and checks their sha256).
@@ -220,6 +233,9 @@ func (p *Plugin) checkV1() error {
 		return pluginError(name, ErrMissingExport, "%s does not export %s", file, abi.ExportAlloc)
 	} else if !sig(f, []api.ValueType{i32}, []api.ValueType{i32}) {
 		return pluginError(name, ErrMissingExport, "%s: %s must be (i32) -> i32", file, abi.ExportAlloc)
+	}
+	if f, ok := exports[abi.ExportReads]; ok && !sig(f, nil, []api.ValueType{i32}) {
+		return pluginError(name, ErrMissingExport, "%s: %s must be () -> i32", file, abi.ExportReads)
 	}
 	if f, ok := exports[abi.ExportInitialize]; ok && !sig(f, nil, nil) {
 		return pluginError(name, ErrMissingExport, "%s: %s must take and return nothing", file, abi.ExportInitialize)

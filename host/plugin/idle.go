@@ -13,16 +13,16 @@ import (
 // reap gives back an idle plugin's memory: once no call has started for
 // Config.IdleTimeout (when positive), its idle instances are closed and, when no call holds an instance,
 // its compiled code too. The next call reloads the code (code) and
-// instantiates afresh.
-func (p *Plugin) reap() {
+// instantiates afresh. It reports whether the code was unloaded.
+func (p *Plugin) reap() bool {
 	idle := p.e.cfg.IdleTimeout
 	if idle <= 0 || p.pool == nil || p.closed.Load() || mono()-time.Duration(p.lastCall.Load()) < idle {
-		return
+		return false
 	}
 	p.codeMu.Lock()
 	defer p.codeMu.Unlock()
 	if !p.pool.drain() || p.compiled == nil {
-		return
+		return false
 	}
 	// No call holds an instance, and one that starts now waits in code for
 	// codeMu: the compiled module has no instance left.
@@ -30,6 +30,7 @@ func (p *Plugin) reap() {
 	p.compiled = nil
 	p.codeLoaded.Store(false)
 	p.stats.unloaded()
+	return true
 }
 
 // code returns the plugin's compiled module, reloading it when reap

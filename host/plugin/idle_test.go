@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -60,5 +61,39 @@ func TestPlugin_IdleKeep(t *testing.T) {
 	p.reap() // what the reaper would do, were it running
 	if m := p.Memory(); !m.CodeLoaded || m.Idle != 1 {
 		t.Fatalf("after reap with IdleTimeout < 0: %+v, want the code and one instance kept", m)
+	}
+}
+
+// TestPlugin_Reads checks the wasmlet_reads export: a module that reads the
+// node and not the pods on it is sent the one and not the other; a module
+// without the export is sent both.
+func TestPlugin_Reads(t *testing.T) {
+	ctx := context.Background()
+	bang := json.RawMessage(`{"metadata":{"name":"!"}}`)
+	plain := json.RawMessage(`{"metadata":{"name":"n"}}`)
+	tests := []struct {
+		path       string
+		reads      abi.Reads
+		node, pods json.RawMessage
+		allowed    bool
+	}{
+		{"testdata/wat/reads.wasm", abi.ReadsNode, plain, bang, true},
+		{"testdata/wat/reads.wasm", abi.ReadsNode, bang, plain, false},
+		{"testdata/wat/ok.wasm", abi.ReadsAll, plain, bang, false},
+		{"testdata/wat/ok.wasm", abi.ReadsAll, bang, plain, false},
+	}
+	for _, tt := range tests {
+		p := load(t, tt.path, Config{})
+		if got := p.Reads(); got != tt.reads {
+			t.Fatalf("%s: Reads() = %b, want %b", tt.path, got, tt.reads)
+		}
+		req := &abi.AdmitRequest{Pod: plain, Node: tt.node, PodsOnNode: []json.RawMessage{plain, tt.pods}}
+		resp, err := p.Admit(ctx, req)
+		if err != nil || resp.Allowed != tt.allowed {
+			t.Errorf("%s, node %s, pods on node ...%s: Admit = %+v, %v; want allowed %v", tt.path, tt.node, tt.pods, resp, err, tt.allowed)
+		}
+		if len(req.PodsOnNode) != 2 || req.Node == nil {
+			t.Errorf("Admit changed the caller's request")
+		}
 	}
 }

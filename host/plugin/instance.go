@@ -117,6 +117,22 @@ func (p *Plugin) newInstance(ctx context.Context) (inst *instance, err error) {
 	return inst, nil
 }
 
+// reads asks the module which admission request fields it reads
+// (abi.ExportReads); every field when it does not say.
+func (i *instance) reads(ctx context.Context) (abi.Reads, error) {
+	f := i.mod.ExportedFunction(abi.ExportReads)
+	if f == nil {
+		return abi.ReadsAll, nil
+	}
+	cctx, cancel, callCtx := i.begin(ctx, mono(), i.p.timeout)
+	defer cancel()
+	i.stack[0] = 0
+	if err := f.CallWithStack(callCtx, i.stack[:1]); err != nil {
+		return 0, i.classify(cctx, err, abi.ExportReads)
+	}
+	return abi.Reads(api.DecodeU32(i.stack[0])), nil
+}
+
 // mono is the monotonic clock used for deadlines and latencies (the
 // meter's, which the deadlines are compared with).
 func mono() time.Duration { return meter.Now() }
