@@ -68,3 +68,56 @@ func TestAgent_Plugins(t *testing.T) {
 		t.Fatalf("/plugins: %+v", st)
 	}
 }
+
+// TestAgent_PluginLoadingAdmitsNothing checks that there is no fail-open
+// window at start: a Fail-policy admission plugin that takes a while to load
+// (its _initialize spins for about a second) denies a pod, and the pod is
+// never admitted — never Running — before the plugin has loaded and said
+// no. Were the plugin directory loaded in the background, the pod would run
+// on the fake runtime in milliseconds.
+func TestAgent_PluginLoadingAdmitsNothing(t *testing.T) {
+	h := newHarness(t)
+	plugins := filepath.Join(h.dir, "plugins")
+	if err := os.MkdirAll(plugins, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wasm, err := os.ReadFile("../plugin/testdata/wat/slowinit.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(wasm)
+	if err := os.WriteFile(filepath.Join(plugins, "slow.wasm"), wasm, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A generous timeout: _initialize gets max(timeout, 10 s), and a loaded
+	// machine must not make the load fail.
+	mf := fmt.Sprintf("name: slow\nversion: 1.0.0\nabi: v1\nkinds: [admission]\nsha256: %s\nfailurePolicy: Fail\npermissions:\n  timeout: 2m\n", hex.EncodeToString(sum[:]))
+	if err := os.WriteFile(filepath.Join(plugins, "slow.plugin.yaml"), []byte(mf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.write(t, "bad", "wasmlet.local/busybox:bang!")
+	a, stop := h.start(t, func(c *Config) { c.PluginDir = plugins })
+	defer stop()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var bad *v1.Pod
+		for _, p := range a.Pods() {
+			if p.Name == "bad-n1" {
+				bad = &p
+			}
+		}
+		if bad != nil && bad.Status.Phase == v1.PodRunning {
+			t.Fatalf("pod admitted and running while the Fail-policy plugin was loading: %+v", bad.Status)
+		}
+		if bad != nil && bad.Status.Phase == v1.PodFailed {
+			if bad.Status.Reason != "Bang" {
+				t.Fatalf("rejection: reason %q message %q, want the plugin's Bang", bad.Status.Reason, bad.Status.Message)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod bad: %+v", bad)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -27,10 +27,13 @@ func TestPlugin_IdleReap(t *testing.T) {
 			}
 			idle := func() bool { m := p.Memory(); return !m.CodeLoaded && m.Idle == 0 }
 			eventually(t, 30*time.Second, "the idle plugin to unload", idle)
-			for i := 0; i < 2; i++ {
-				if _, err := p.Admit(ctx, admitReq(`{}`)); err != nil {
-					t.Fatalf("call %d after unload: %v", i, err)
-				}
+			// The call waits for the reload and gets the plugin's own
+			// verdict: a denial stays a denial (no fail-open while loading).
+			if resp, err := p.Admit(ctx, admitReq(`{"bang":"!"}`)); err != nil || resp.Allowed || resp.Reason != "Bang" {
+				t.Fatalf("call after unload = %+v, %v; want the plugin's denial", resp, err)
+			}
+			if _, err := p.Admit(ctx, admitReq(`{}`)); err != nil {
+				t.Fatalf("second call after unload: %v", err)
 			}
 			if st := p.Stats(); st.Unloads != 1 || st.Reloads != 1 || st.Instantiations != 2 {
 				t.Fatalf("stats = %+v, want 1 unload, 1 reload, 2 instantiations", st)
