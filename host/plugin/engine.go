@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -27,6 +28,7 @@ type engine struct {
 	mu       sync.Mutex
 	runtimes map[bool]wazero.Runtime // key: WithCloseOnContextDone
 	plugins  map[*Plugin]struct{}    // the loaded v1 plugins, for the reaper
+	lastLoad atomic.Int64            // mono() when the last load ended
 	stop     chan struct{}           // closed by close: ends the reaper
 }
 
@@ -58,6 +60,12 @@ func (e *engine) reapIdle(idle time.Duration) {
 		case <-e.stop:
 			return
 		case <-t.C:
+		}
+		// A directory being loaded (at start, one plugin after another,
+		// seconds each with a cold cache) is not idle: its first plugins
+		// would be unloaded before the agent has asked them anything.
+		if mono()-time.Duration(e.lastLoad.Load()) < idle {
+			continue
 		}
 		e.mu.Lock()
 		ps := make([]*Plugin, 0, len(e.plugins))
@@ -185,6 +193,7 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 	// reads them again (and checks their sha256).
 	src.wasm = nil
 	p.lastCall.Store(int64(mono()))
+	e.lastLoad.Store(int64(mono()))
 	e.track(p, true)
 	return p, nil
 }
