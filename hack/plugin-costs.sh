@@ -55,7 +55,7 @@ if [ -z "$base_dir" ]; then
   made_worktree=$base_dir
   (cd "$base_dir" && nice make build plugins >/dev/null)
 fi
-nice make build plugins >/dev/null
+[[ " $what " == *" memory "* ]] && nice make build plugins >/dev/null
 echo "trees: base $(git -C "$base_dir" rev-parse --short HEAD) ($base_dir), new $(git rev-parse --short HEAD)$( [ -n "$(git status --porcelain)" ] && echo ' +changes')"
 
 figure() { echo "FIGURE $1 $2 $3"; }
