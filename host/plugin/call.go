@@ -28,7 +28,6 @@ type Plugin struct {
 	codeMu      sync.Mutex            // guards compiled: reap unloads it, code reloads it
 	compiled    wazero.CompiledModule // nil while unloaded by reap (abi: v1)
 	codeLoaded  atomic.Bool           // compiled != nil, for MemoryStats
-	lastCall    atomic.Int64          // mono() at the start of the last call
 	deadline    DeadlineMode
 	timeout     time.Duration
 	memoryPages uint32
@@ -184,20 +183,22 @@ func (p *Plugin) call(ctx context.Context, k abi.Kind, input []byte, resp any) (
 	} else {
 		out, err = p.callV1(ctx, k, input, resp, start)
 	}
-	p.stats.record(mono()-start, err)
+	p.stats.record(start, mono(), err)
 	return out, err
 }
 
 func (p *Plugin) callV1(ctx context.Context, k abi.Kind, input []byte, resp any, start time.Duration) ([]byte, error) {
-	p.lastCall.Store(int64(start))
 	inst, err := p.pool.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// The deadline covers the guest's code: it starts once the instance is
-	// there (an instance created now, or code reloaded after the plugin was
-	// idle, has its own time limits).
-	out, err := inst.call(ctx, k, input, mono())
+	if inst.calls == 0 {
+		// A fresh instance: the deadline covers the guest's code, not the
+		// instantiation (nor the reload of an idle plugin's code), which
+		// have their own limits.
+		start = mono()
+	}
+	out, err := inst.call(ctx, k, input, start)
 	if err == nil && resp != nil {
 		err = p.decode(k, out, resp)
 	}

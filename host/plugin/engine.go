@@ -192,7 +192,7 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 	// The module's bytes are not kept: a reload after the plugin was idle
 	// reads them again (and checks their sha256).
 	src.wasm = nil
-	p.lastCall.Store(int64(mono()))
+	p.stats.touch(mono())
 	e.lastLoad.Store(int64(mono()))
 	e.track(p, true)
 	return p, nil

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
-	"time"
 
 	"github.com/tetratelabs/wazero"
 )
@@ -16,7 +15,7 @@ import (
 // instantiates afresh. It reports whether the code was unloaded.
 func (p *Plugin) reap() bool {
 	idle := p.e.cfg.IdleTimeout
-	if idle <= 0 || p.pool == nil || p.closed.Load() || mono()-time.Duration(p.lastCall.Load()) < idle {
+	if idle <= 0 || p.pool == nil || p.closed.Load() || mono()-p.stats.lastCall() < idle {
 		return false
 	}
 	p.codeMu.Lock()

@@ -77,7 +77,7 @@ func BenchmarkPluginMemory(b *testing.B) {
 				}
 				m = p.Memory()
 				code, heap = execRSS(b)-code0, heapInUse()-heap0
-				p.lastCall.Store(0)
+				p.stats.touch(0)
 				p.e.cfg.IdleTimeout = 1 // what the reaper does to an idle plugin
 				p.reap()
 				p.e.cfg.IdleTimeout = -1

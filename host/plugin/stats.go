@@ -65,20 +65,24 @@ func (s Stats) Quantile(q float64) time.Duration {
 }
 
 type stats struct {
-	mu sync.Mutex
-	s  Stats
+	mu   sync.Mutex
+	s    Stats
+	last time.Duration // mono() when the last call ended (or the plugin loaded)
 }
 
 func newStats() *stats {
 	return &stats{s: Stats{Latency: make([]uint64, len(LatencyBuckets)+1)}}
 }
 
-func (st *stats) record(d time.Duration, err error) {
+// record counts a call that ran from start to end (mono()).
+func (st *stats) record(start, end time.Duration, err error) {
+	d := end - start
 	i := 0
 	for i < len(LatencyBuckets) && d > LatencyBuckets[i] {
 		i++
 	}
 	st.mu.Lock()
+	st.last = end
 	st.s.Calls++
 	st.s.Latency[i]++
 	st.s.LatencySum += d
@@ -101,6 +105,20 @@ func (st *stats) instantiated() {
 	st.mu.Lock()
 	st.s.Instantiations++
 	st.mu.Unlock()
+}
+
+// touch sets the time of the last call (at load: the plugin is not idle).
+func (st *stats) touch(now time.Duration) {
+	st.mu.Lock()
+	st.last = now
+	st.mu.Unlock()
+}
+
+// lastCall is when the last call ended.
+func (st *stats) lastCall() time.Duration {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.last
 }
 
 func (st *stats) unloaded() {
