@@ -86,7 +86,7 @@ running() {
     if curl -sf "http://127.0.0.1:$1/pods" 2>/dev/null | python3 -c '
 import json, sys
 pods = json.load(sys.stdin)["items"]
-sys.exit(0 if any(p["metadata"]["name"] == sys.argv[1] and p.get("status", {}).get("phase") == "Running" for p in pods) else 1)' "$2-costs"; then
+sys.exit(0 if any(p["metadata"]["name"] == sys.argv[1] and p.get("status", {}).get("phase") == "Running" for p in pods) else 1)' "$2-costs" 2>/dev/null; then
       echo "$(date +%s.%N) - $t0" | bc | xargs printf '%.1f\n'
       return
     fi
@@ -106,7 +106,7 @@ plugin_field() {
 import json, sys
 for p in json.load(sys.stdin)["plugins"]:
     if p.get("name") == sys.argv[1]:
-        print(p.get(sys.argv[2], 0))' "$2" "$3"
+        print(p.get(sys.argv[2], 0))' "$2" "$3" 2>/dev/null
 }
 
 uncalled() {
