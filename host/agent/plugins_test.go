@@ -11,6 +11,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmlet/wasmlet/abi"
 )
 
 // TestAgent_Plugins runs the agent with a plugin directory: host/plugin's
@@ -20,23 +22,8 @@ import (
 func TestAgent_Plugins(t *testing.T) {
 	h := newHarness(t)
 	plugins := filepath.Join(h.dir, "plugins")
-	if err := os.MkdirAll(plugins, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	wasm, err := os.ReadFile("../plugin/testdata/wat/ok.wasm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(wasm)
-	for _, p := range []struct{ name, kind string }{{"bang", "admission"}, {"env", "hook"}} {
-		if err := os.WriteFile(filepath.Join(plugins, p.name+".wasm"), wasm, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		mf := fmt.Sprintf("name: %s\nversion: 1.0.0\nabi: v1\nkinds: [%s]\nsha256: %s\n", p.name, p.kind, hex.EncodeToString(sum[:]))
-		if err := os.WriteFile(filepath.Join(plugins, p.name+".plugin.yaml"), []byte(mf), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writePlugin(t, plugins, "bang", "ok.wasm", "kinds: [admission]\n")
+	writePlugin(t, plugins, "env", "ok.wasm", "kinds: [hook]\n")
 	h.write(t, "good", "wasmlet.local/busybox:1.0")
 	h.write(t, "bad", "wasmlet.local/busybox:bang!")
 	a, stop := h.start(t, func(c *Config) { c.PluginDir = plugins })
@@ -78,23 +65,9 @@ func TestAgent_Plugins(t *testing.T) {
 func TestAgent_PluginLoadingAdmitsNothing(t *testing.T) {
 	h := newHarness(t)
 	plugins := filepath.Join(h.dir, "plugins")
-	if err := os.MkdirAll(plugins, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	wasm, err := os.ReadFile("../plugin/testdata/wat/slowinit.wasm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(wasm)
-	if err := os.WriteFile(filepath.Join(plugins, "slow.wasm"), wasm, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	// A generous timeout: _initialize gets max(timeout, 10 s), and a loaded
 	// machine must not make the load fail.
-	mf := fmt.Sprintf("name: slow\nversion: 1.0.0\nabi: v1\nkinds: [admission]\nsha256: %s\nfailurePolicy: Fail\npermissions:\n  timeout: 2m\n", hex.EncodeToString(sum[:]))
-	if err := os.WriteFile(filepath.Join(plugins, "slow.plugin.yaml"), []byte(mf), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writePlugin(t, plugins, "slow", "slowinit.wasm", "kinds: [admission]\nfailurePolicy: Fail\npermissions:\n  timeout: 2m\n")
 	h.write(t, "bad", "wasmlet.local/busybox:bang!")
 	a, stop := h.start(t, func(c *Config) { c.PluginDir = plugins })
 	defer stop()
@@ -119,5 +92,26 @@ func TestAgent_PluginLoadingAdmitsNothing(t *testing.T) {
 			t.Fatalf("pod bad: %+v", bad)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// writePlugin writes host/plugin's testdata/wat/<wasm> into dir as
+// <name>.wasm with a manifest: name, version, abi, sha256 and extra (YAML).
+func writePlugin(t *testing.T, dir, name, wasm, extra string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("..", "plugin", "testdata", "wat", wasm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	if err := os.WriteFile(filepath.Join(dir, name+".wasm"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mf := fmt.Sprintf("name: %s\nversion: 1.0.0\nabi: v1\nsha256: %s\n%s", name, hex.EncodeToString(sum[:]), extra)
+	if err := os.WriteFile(filepath.Join(dir, name+abi.ManifestSuffix), []byte(mf), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
