@@ -59,7 +59,43 @@ const (
 	// ExportHook is `hook(ptr i32, len i32) -> packed i64`, input HookRequest,
 	// result HookResponse.
 	ExportHook = "wasmlet_hook"
+	// ExportReads is the optional `reads() -> i32`: the AdmitRequest fields
+	// beyond pod the module reads, as a Reads bit set. The host calls it once
+	// per loaded module, after _initialize, and leaves the fields whose bit
+	// is clear out of the module's admission requests. Without it the module
+	// gets every field. An addition to v1 (see CHANGELOG.md).
+	ExportReads = "wasmlet_reads"
 )
+
+// Reads is the bit set ExportReads returns: the optional fields of an
+// AdmitRequest a module reads. Bits a host does not know are ignored.
+type Reads uint32
+
+const (
+	// ReadsNode: the module reads AdmitRequest.Node.
+	ReadsNode Reads = 1 << iota
+	// ReadsPodsOnNode: the module reads AdmitRequest.PodsOnNode.
+	ReadsPodsOnNode
+
+	// ReadsAll is what a module without ExportReads is handed.
+	ReadsAll = ReadsNode | ReadsPodsOnNode
+)
+
+// Omit returns r without the fields reads leaves out (r itself when it
+// leaves out none): what a module that declared reads is handed.
+func (r *AdmitRequest) Omit(reads Reads) *AdmitRequest {
+	if reads&ReadsAll == ReadsAll {
+		return r
+	}
+	c := *r
+	if reads&ReadsNode == 0 {
+		c.Node = nil
+	}
+	if reads&ReadsPodsOnNode == 0 {
+		c.PodsOnNode = nil
+	}
+	return &c
+}
 
 // ExportForKind names the guest export that implements a kind.
 func ExportForKind(k Kind) string {

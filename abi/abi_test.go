@@ -173,3 +173,25 @@ func TestAdmitRequest_AppendJSON(t *testing.T) {
 		})
 	}
 }
+
+func TestAdmitRequest_Omit(t *testing.T) {
+	full := &AdmitRequest{Pod: []byte(`{"a":1}`), Node: []byte(`{"n":1}`), PodsOnNode: []json.RawMessage{[]byte(`{"p":1}`)}}
+	tests := []struct {
+		reads Reads
+		want  string
+	}{
+		{ReadsAll, `{"pod":{"a":1},"node":{"n":1},"podsOnNode":[{"p":1}]}`},
+		{ReadsAll | 1<<7, `{"pod":{"a":1},"node":{"n":1},"podsOnNode":[{"p":1}]}`},
+		{ReadsNode, `{"pod":{"a":1},"node":{"n":1}}`},
+		{ReadsPodsOnNode, `{"pod":{"a":1},"podsOnNode":[{"p":1}]}`},
+		{0, `{"pod":{"a":1}}`},
+	}
+	for _, tt := range tests {
+		if got := string(full.Omit(tt.reads).AppendJSON(nil)); got != tt.want {
+			t.Errorf("Omit(%b) = %s, want %s", tt.reads, got, tt.want)
+		}
+	}
+	if full.Omit(ReadsAll) != full || len(full.PodsOnNode) != 1 || full.Node == nil {
+		t.Error("Omit changed the request or copied it needlessly")
+	}
+}

@@ -130,6 +130,9 @@ var input, output []byte
 //go:wasmexport wasmlet_abi_v1
 func exportABIV1() {}
 
+//go:wasmexport wasmlet_reads
+func exportReads() int32 { return int32(reads()) }
+
 //go:wasmexport wasmlet_alloc
 func exportAlloc(size int32) int32 {
 	if size < 0 {

@@ -97,6 +97,57 @@ func TestRegister_Reads(t *testing.T) {
 	}
 }
 
+// TestRegister_ReadsAdmitFields checks that Reads also says which admission
+// request fields beyond the pod the plugin reads (what the wasmlet_reads
+// export answers) and that reading one not named is an error, not an empty
+// answer.
+func TestRegister_ReadsAdmitFields(t *testing.T) {
+	req := []byte(`{"pod":{"metadata":{"name":"p"}},"node":{"metadata":{"name":"n"}},"podsOnNode":[{"metadata":{"name":"q"}}]}`)
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		want abi.Reads
+	}{
+		{"no option", nil, abi.ReadsAll},
+		{"Reads(AllParts)", []Option{Reads(AllParts)}, abi.ReadsAll},
+		{"Reads(0)", []Option{Reads(0)}, 0},
+		{"Reads(Resources)", []Option{Reads(Resources)}, 0},
+		{"Reads(AdmitNode)", []Option{Reads(AdmitNode)}, abi.ReadsNode},
+		{"Reads(Labels|AdmitPodsOnNode)", []Option{Reads(Labels | AdmitPodsOnNode)}, abi.ReadsPodsOnNode},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var nodeErr, podsErr error
+			var node Node
+			var pods []Pod
+			use(t, testPlugin{admit: func(r AdmitRequest) (Verdict, error) {
+				node, _, nodeErr = r.Node()
+				pods, podsErr = r.PodsOnNode()
+				return Allow(), nil
+			}}, tc.opts...)
+			if got := reads(); got != tc.want {
+				t.Fatalf("reads() = %b, want %b", got, tc.want)
+			}
+			if out := Handle(abi.KindAdmission, req); !strings.Contains(string(out), `"allowed":true`) {
+				t.Fatalf("response %s", out)
+			}
+			if tc.want&abi.ReadsNode != 0 {
+				if nodeErr != nil || node.Name != "n" {
+					t.Errorf("Node() = %+v, %v; want node n", node, nodeErr)
+				}
+			} else if nodeErr == nil || !strings.Contains(nodeErr.Error(), "sdk.AdmitNode") {
+				t.Errorf("Node() error = %v, want one naming sdk.AdmitNode", nodeErr)
+			}
+			if tc.want&abi.ReadsPodsOnNode != 0 {
+				if podsErr != nil || len(pods) != 1 || pods[0].Name != "q" {
+					t.Errorf("PodsOnNode() = %+v, %v; want pod q", pods, podsErr)
+				}
+			} else if podsErr == nil || !strings.Contains(podsErr.Error(), "sdk.AdmitPodsOnNode") {
+				t.Errorf("PodsOnNode() error = %v, want one naming sdk.AdmitPodsOnNode", podsErr)
+			}
+		})
+	}
+}
+
 func TestRegister(t *testing.T) {
 	use(t, admitOnly{})
 	if got := Kinds(); !reflect.DeepEqual(got, []abi.Kind{abi.KindAdmission}) {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmlet/wasmlet/abi"
 )
 
 // TestAgent_Plugins runs the agent with a plugin directory: host/plugin's
@@ -20,23 +22,8 @@ import (
 func TestAgent_Plugins(t *testing.T) {
 	h := newHarness(t)
 	plugins := filepath.Join(h.dir, "plugins")
-	if err := os.MkdirAll(plugins, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	wasm, err := os.ReadFile("../plugin/testdata/wat/ok.wasm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(wasm)
-	for _, p := range []struct{ name, kind string }{{"bang", "admission"}, {"env", "hook"}} {
-		if err := os.WriteFile(filepath.Join(plugins, p.name+".wasm"), wasm, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		mf := fmt.Sprintf("name: %s\nversion: 1.0.0\nabi: v1\nkinds: [%s]\nsha256: %s\n", p.name, p.kind, hex.EncodeToString(sum[:]))
-		if err := os.WriteFile(filepath.Join(plugins, p.name+".plugin.yaml"), []byte(mf), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writePlugin(t, plugins, "bang", "ok.wasm", "kinds: [admission]\n")
+	writePlugin(t, plugins, "env", "ok.wasm", "kinds: [hook]\n")
 	h.write(t, "good", "wasmlet.local/busybox:1.0")
 	h.write(t, "bad", "wasmlet.local/busybox:bang!")
 	a, stop := h.start(t, func(c *Config) { c.PluginDir = plugins })
@@ -66,5 +53,65 @@ func TestAgent_Plugins(t *testing.T) {
 	st := a.plugins.ext.Status()
 	if len(st) != 2 || st[0].Name != "bang" || st[0].Calls < 2 || st[1].Name != "env" || st[1].Calls < 2 {
 		t.Fatalf("/plugins: %+v", st)
+	}
+}
+
+// TestAgent_PluginLoadingAdmitsNothing checks that there is no fail-open
+// window at start: a Fail-policy admission plugin that takes a while to load
+// (its _initialize spins for about a second) denies a pod, and the pod is
+// never admitted — never Running — before the plugin has loaded and said
+// no. Were the plugin directory loaded in the background, the pod would run
+// on the fake runtime in milliseconds.
+func TestAgent_PluginLoadingAdmitsNothing(t *testing.T) {
+	h := newHarness(t)
+	plugins := filepath.Join(h.dir, "plugins")
+	// A generous timeout: _initialize gets max(timeout, 10 s), and a loaded
+	// machine must not make the load fail.
+	writePlugin(t, plugins, "slow", "slowinit.wasm", "kinds: [admission]\nfailurePolicy: Fail\npermissions:\n  timeout: 2m\n")
+	h.write(t, "bad", "wasmlet.local/busybox:bang!")
+	a, stop := h.start(t, func(c *Config) { c.PluginDir = plugins })
+	defer stop()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var bad *v1.Pod
+		for _, p := range a.Pods() {
+			if p.Name == "bad-n1" {
+				bad = &p
+			}
+		}
+		if bad != nil && bad.Status.Phase == v1.PodRunning {
+			t.Fatalf("pod admitted and running while the Fail-policy plugin was loading: %+v", bad.Status)
+		}
+		if bad != nil && bad.Status.Phase == v1.PodFailed {
+			if bad.Status.Reason != "Bang" {
+				t.Fatalf("rejection: reason %q message %q, want the plugin's Bang", bad.Status.Reason, bad.Status.Message)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod bad: %+v", bad)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// writePlugin writes host/plugin's testdata/wat/<wasm> into dir as
+// <name>.wasm with a manifest: name, version, abi, sha256 and extra (YAML).
+func writePlugin(t *testing.T, dir, name, wasm, extra string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("..", "plugin", "testdata", "wat", wasm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	if err := os.WriteFile(filepath.Join(dir, name+".wasm"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mf := fmt.Sprintf("name: %s\nversion: 1.0.0\nabi: v1\nsha256: %s\n%s", name, hex.EncodeToString(sum[:]), extra)
+	if err := os.WriteFile(filepath.Join(dir, name+abi.ManifestSuffix), []byte(mf), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

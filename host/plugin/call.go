@@ -25,10 +25,13 @@ type Plugin struct {
 	ownEngine bool
 
 	rt          wazero.Runtime
-	compiled    wazero.CompiledModule
+	codeMu      sync.Mutex            // guards compiled: reap unloads it, code reloads it
+	compiled    wazero.CompiledModule // nil while unloaded by reap (abi: v1)
+	codeLoaded  atomic.Bool           // compiled != nil, for MemoryStats
 	deadline    DeadlineMode
 	timeout     time.Duration
 	memoryPages uint32
+	reads       abi.Reads        // the admission request fields the module reads
 	pool        *pool[*instance] // abi: v1
 	ext         *extismPlugin    // abi: extism
 	stats       *stats
@@ -87,6 +90,10 @@ func (p *Plugin) WasmPath() string { return p.src.wasmPath }
 // SHA256 is the hex sha256 of the module file.
 func (p *Plugin) SHA256() string { return p.src.sha256 }
 
+// Reads is what the module declared it reads of an admission request
+// beyond the pod (abi.ExportReads); abi.ReadsAll when it declared nothing.
+func (p *Plugin) Reads() abi.Reads { return p.reads }
+
 // Timeout is the effective per-call deadline.
 func (p *Plugin) Timeout() time.Duration { return p.timeout }
 
@@ -96,11 +103,12 @@ func (p *Plugin) DeadlineMode() DeadlineMode { return p.deadline }
 // Exports lists the module's exported functions by name (for `plugin
 // inspect`); nil for an Extism plugin.
 func (p *Plugin) Exports() []api.FunctionDefinition {
-	if p.compiled == nil {
+	compiled := p.definitions()
+	if compiled == nil {
 		return nil
 	}
 	var out []api.FunctionDefinition
-	for _, d := range p.compiled.ExportedFunctions() {
+	for _, d := range compiled.ExportedFunctions() {
 		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ExportNames()[0] < out[j].ExportNames()[0] })
@@ -110,11 +118,12 @@ func (p *Plugin) Exports() []api.FunctionDefinition {
 // Imports lists the module's imported functions in file order (the deadline
 // instrumentation's own import excluded); nil for an Extism plugin.
 func (p *Plugin) Imports() []api.FunctionDefinition {
-	if p.compiled == nil {
+	compiled := p.definitions()
+	if compiled == nil {
 		return nil
 	}
 	var out []api.FunctionDefinition
-	for _, d := range p.compiled.ImportedFunctions() {
+	for _, d := range compiled.ImportedFunctions() {
 		if mod, _, _ := d.Import(); mod == meter.ImportModule {
 			continue
 		}
@@ -128,15 +137,20 @@ func (p *Plugin) Imports() []api.FunctionDefinition {
 func (p *Plugin) Close(ctx context.Context) error {
 	p.closeOnce.Do(func() {
 		p.closed.Store(true)
+		p.e.track(p, false)
 		if p.pool != nil {
 			p.pool.close()
 		}
 		if p.ext != nil {
 			p.ext.close(ctx)
 		}
+		p.codeMu.Lock()
 		if p.compiled != nil {
 			p.compiled.Close(ctx)
+			p.compiled = nil
+			p.codeLoaded.Store(false)
 		}
+		p.codeMu.Unlock()
 		if p.ownEngine {
 			p.e.close(ctx)
 		}
@@ -169,7 +183,7 @@ func (p *Plugin) call(ctx context.Context, k abi.Kind, input []byte, resp any) (
 	} else {
 		out, err = p.callV1(ctx, k, input, resp, start)
 	}
-	p.stats.record(mono()-start, err)
+	p.stats.record(start, mono(), err)
 	p.reportLogDrops()
 	return out, err
 }
@@ -178,6 +192,12 @@ func (p *Plugin) callV1(ctx context.Context, k abi.Kind, input []byte, resp any,
 	inst, err := p.pool.get(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if inst.calls == 0 {
+		// A fresh instance: the deadline covers the guest's code, not the
+		// instantiation (nor the reload of an idle plugin's code), which
+		// have their own limits.
+		start = mono()
 	}
 	out, err := inst.call(ctx, k, input, start)
 	if err == nil && resp != nil {
@@ -236,7 +256,9 @@ func (p *Plugin) roundTrip(ctx context.Context, k abi.Kind, req, resp any) error
 	var in []byte
 	if ar, ok := req.(*abi.AdmitRequest); ok {
 		// The hot path: splice the already-encoded pod instead of letting
-		// encoding/json re-scan it.
+		// encoding/json re-scan it, leaving out what the module does not
+		// read.
+		ar = ar.Omit(p.reads)
 		in = ar.AppendJSON(make([]byte, 0, admitRequestSize(ar)))
 	} else {
 		var err error

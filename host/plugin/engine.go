@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -24,10 +27,13 @@ type engine struct {
 
 	mu       sync.Mutex
 	runtimes map[bool]wazero.Runtime // key: WithCloseOnContextDone
+	plugins  map[*Plugin]struct{}    // the loaded v1 plugins, for the reaper
+	lastLoad atomic.Int64            // mono() when the last load ended
+	stop     chan struct{}           // closed by close: ends the reaper
 }
 
 func newEngine(ctx context.Context, cfg Config) (*engine, error) {
-	e := &engine{cfg: cfg, runtimes: map[bool]wazero.Runtime{}}
+	e := &engine{cfg: cfg, runtimes: map[bool]wazero.Runtime{}, plugins: map[*Plugin]struct{}{}, stop: make(chan struct{})}
 	e.meter = meter.Config{CacheDir: cfg.CacheDir, Call: meterCall}
 	if cfg.CacheDir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
@@ -38,7 +44,57 @@ func newEngine(ctx context.Context, cfg Config) (*engine, error) {
 	} else {
 		e.cache = wazero.NewCompilationCache()
 	}
+	if cfg.IdleTimeout > 0 {
+		go e.reapIdle(cfg.IdleTimeout)
+	}
 	return e, nil
+}
+
+// reapIdle makes the plugins idle for longer than idle give back their
+// instances and compiled code, checking every idle/4 until close.
+func (e *engine) reapIdle(idle time.Duration) {
+	t := time.NewTicker(max(idle/4, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+		// A directory being loaded (at start, one plugin after another,
+		// seconds each with a cold cache) is not idle: its first plugins
+		// would be unloaded before the agent has asked them anything.
+		if mono()-time.Duration(e.lastLoad.Load()) < idle {
+			continue
+		}
+		e.mu.Lock()
+		ps := make([]*Plugin, 0, len(e.plugins))
+		for p := range e.plugins {
+			ps = append(ps, p)
+		}
+		e.mu.Unlock()
+		unloaded := false
+		for _, p := range ps {
+			unloaded = p.reap() || unloaded
+		}
+		if unloaded {
+			// wazero unmaps compiled code from a finalizer, and the module's
+			// decoded form is garbage: collect now and give the pages back
+			// rather than when the next GC and the scavenger get to it.
+			debug.FreeOSMemory()
+		}
+	}
+}
+
+// track adds p to the plugins the reaper looks at, or removes it.
+func (e *engine) track(p *Plugin, on bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if on {
+		e.plugins[p] = struct{}{}
+	} else {
+		delete(e.plugins, p)
+	}
 }
 
 // runtime returns the runtime for a deadline mechanism, creating it (with
@@ -72,6 +128,11 @@ func (e *engine) runtime(ctx context.Context, closeOnDone bool) (wazero.Runtime,
 func (e *engine) close(ctx context.Context) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	select {
+	case <-e.stop:
+	default:
+		close(e.stop)
+	}
 	for k, r := range e.runtimes {
 		r.Close(ctx)
 		delete(e.runtimes, k)
@@ -106,6 +167,7 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 		return nil, pluginError(name, ErrCompile, "%s: %v", src.wasmPath, err)
 	}
 	p.compiled = compiled
+	p.codeLoaded.Store(true)
 	if err := p.checkV1(); err != nil {
 		compiled.Close(ctx)
 		return nil, err
@@ -121,7 +183,18 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 		p.Close(ctx)
 		return nil, err
 	}
+	if p.reads, err = inst.reads(ctx); err != nil {
+		p.pool.put(inst, false)
+		p.Close(ctx)
+		return nil, err
+	}
 	p.pool.put(inst, true)
+	// The module's bytes are not kept: a reload after the plugin was idle
+	// reads them again (and checks their sha256).
+	src.wasm = nil
+	p.stats.touch(mono())
+	e.lastLoad.Store(int64(mono()))
+	e.track(p, true)
 	return p, nil
 }
 
@@ -169,6 +242,9 @@ func (p *Plugin) checkV1() error {
 		return pluginError(name, ErrMissingExport, "%s does not export %s", file, abi.ExportAlloc)
 	} else if !sig(f, []api.ValueType{i32}, []api.ValueType{i32}) {
 		return pluginError(name, ErrMissingExport, "%s: %s must be (i32) -> i32", file, abi.ExportAlloc)
+	}
+	if f, ok := exports[abi.ExportReads]; ok && !sig(f, nil, []api.ValueType{i32}) {
+		return pluginError(name, ErrMissingExport, "%s: %s must be () -> i32", file, abi.ExportReads)
 	}
 	if f, ok := exports[abi.ExportInitialize]; ok && !sig(f, nil, nil) {
 		return pluginError(name, ErrMissingExport, "%s: %s must take and return nothing", file, abi.ExportInitialize)

@@ -112,6 +112,7 @@ func (e *engine) loadExtism(ctx context.Context, src *source, overrides map[stri
 		return nil, pluginError(name, ErrCompile, "%s (extism): %v", src.wasmPath, err)
 	}
 	x := &extismPlugin{p: p, compiled: cp}
+	p.reads = abi.ReadsAll
 	x.pool = newPool(p, x.newInstance)
 	p.ext = x
 	inst, err := x.pool.get(ctx)

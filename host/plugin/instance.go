@@ -82,7 +82,11 @@ func (p *Plugin) newInstance(ctx context.Context) (inst *instance, err error) {
 			err = pluginError(p.manifest.Name, ErrMemoryLimit, "instantiate: %v", r)
 		}
 	}()
-	mod, err := p.rt.InstantiateModule(ictx, p.compiled, mc)
+	compiled, err := p.code(ctx)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := p.rt.InstantiateModule(ictx, compiled, mc)
 	if err != nil {
 		if inst.memDenied.Load() {
 			return nil, pluginError(p.manifest.Name, ErrMemoryLimit, "instantiate: memory cap %d pages: %v", p.memoryPages, err)
@@ -111,6 +115,22 @@ func (p *Plugin) newInstance(ctx context.Context) (inst *instance, err error) {
 		}
 	}
 	return inst, nil
+}
+
+// reads asks the module which admission request fields it reads
+// (abi.ExportReads); every field when it does not say.
+func (i *instance) reads(ctx context.Context) (abi.Reads, error) {
+	f := i.mod.ExportedFunction(abi.ExportReads)
+	if f == nil {
+		return abi.ReadsAll, nil
+	}
+	cctx, cancel, callCtx := i.begin(ctx, mono(), i.p.timeout)
+	defer cancel()
+	i.stack[0] = 0
+	if err := f.CallWithStack(callCtx, i.stack[:1]); err != nil {
+		return 0, i.classify(cctx, err, abi.ExportReads)
+	}
+	return abi.Reads(api.DecodeU32(i.stack[0])), nil
 }
 
 // mono is the monotonic clock used for deadlines and latencies (the
@@ -208,42 +228,6 @@ func firstLine(err error) string {
 	return s
 }
 
-// cappedMemory backs a linear memory and refuses to grow past max bytes:
-// memory.grow then returns -1 to the guest (which usually traps on it).
-type cappedMemory struct {
-	buf    []byte
-	max    uint64
-	denied *atomic.Bool
-}
-
-func (m *cappedMemory) allocate(capHint, _ uint64) experimental.LinearMemory {
-	if capHint > m.max {
-		capHint = m.max
-	}
-	m.buf = make([]byte, 0, capHint)
-	return m
-}
-
-// Reallocate implements experimental.LinearMemory.
-func (m *cappedMemory) Reallocate(size uint64) []byte {
-	if size > m.max {
-		m.denied.Store(true)
-		return nil
-	}
-	if size <= uint64(cap(m.buf)) {
-		m.buf = m.buf[:size]
-		return m.buf
-	}
-	c := min(max(size, uint64(cap(m.buf))*2), m.max)
-	nb := make([]byte, size, c)
-	copy(nb, m.buf)
-	m.buf = nb
-	return m.buf
-}
-
-// Free implements experimental.LinearMemory.
-func (m *cappedMemory) Free() { m.buf = nil }
-
 // pooled is what a pool holds: a v1 instance or an Extism one.
 type pooled interface {
 	callCount() int
@@ -314,6 +298,20 @@ func (pl *pool[T]) put(inst T, ok bool) {
 		inst.close()
 	}
 	<-pl.sem
+}
+
+// drain closes the idle instances and reports whether none is left: no
+// call holds or is creating one.
+func (pl *pool[T]) drain() bool {
+	pl.mu.Lock()
+	idle := pl.idle
+	pl.idle = make([]T, 0, cap(idle))
+	none := len(pl.sem) == 0
+	pl.mu.Unlock()
+	for _, inst := range idle {
+		inst.close()
+	}
+	return none
 }
 
 func (pl *pool[T]) close() {

@@ -64,6 +64,7 @@ const (
 	DefaultGuestLogMax  = 64 << 10
 	DefaultRescan       = 10 * time.Second
 	DefaultHTTPBodyMax  = 1 << 20
+	DefaultIdleTimeout  = 10 * time.Second
 )
 
 // DeadlineMode selects how a call's deadline is enforced; see RATIONALE.md
@@ -132,6 +133,12 @@ type Config struct {
 	// RecycleAfter replaces an instance after this many calls; default
 	// DefaultRecycleAfter.
 	RecycleAfter int
+	// IdleTimeout: a plugin not called for this long gives back its
+	// instances and its compiled code, which its next call reloads from the
+	// compilation cache (see RATIONALE.md, "Idle plugins hold no memory");
+	// default DefaultIdleTimeout, negative keeps them for as long as the
+	// plugin is loaded. Extism plugins keep theirs.
+	IdleTimeout time.Duration
 	// GuestLogMax caps, per plugin, the bytes of guest stdout/stderr and log
 	// import output forwarded to Logger per minute; default DefaultGuestLogMax.
 	GuestLogMax int
@@ -166,6 +173,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RecycleAfter <= 0 {
 		c.RecycleAfter = DefaultRecycleAfter
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	if c.GuestLogMax <= 0 {
 		c.GuestLogMax = DefaultGuestLogMax

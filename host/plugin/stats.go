@@ -36,6 +36,10 @@ type Stats struct {
 	Instantiations uint64
 	// LogLinesDropped counts guest log lines over the log budget.
 	LogLinesDropped uint64
+	// Unloads counts the times the plugin, idle, gave back its instances and
+	// compiled code (Config.IdleTimeout); Reloads the times a call then
+	// reloaded the code.
+	Unloads, Reloads uint64
 }
 
 // Quantile estimates the q-quantile (0 < q ≤ 1) of call latency as the upper
@@ -63,20 +67,24 @@ func (s Stats) Quantile(q float64) time.Duration {
 }
 
 type stats struct {
-	mu sync.Mutex
-	s  Stats
+	mu   sync.Mutex
+	s    Stats
+	last time.Duration // mono() when the last call ended (or the plugin loaded)
 }
 
 func newStats() *stats {
 	return &stats{s: Stats{Latency: make([]uint64, len(LatencyBuckets)+1)}}
 }
 
-func (st *stats) record(d time.Duration, err error) {
+// record counts a call that ran from start to end (mono()).
+func (st *stats) record(start, end time.Duration, err error) {
+	d := end - start
 	i := 0
 	for i < len(LatencyBuckets) && d > LatencyBuckets[i] {
 		i++
 	}
 	st.mu.Lock()
+	st.last = end
 	st.s.Calls++
 	st.s.Latency[i]++
 	st.s.LatencySum += d
@@ -117,9 +125,37 @@ func (st *stats) add(s Stats) {
 	st.s.LatencySum += s.LatencySum
 	st.s.Instantiations += s.Instantiations
 	st.s.LogLinesDropped += s.LogLinesDropped
+	st.s.Unloads += s.Unloads
+	st.s.Reloads += s.Reloads
 	for i := range min(len(st.s.Latency), len(s.Latency)) {
 		st.s.Latency[i] += s.Latency[i]
 	}
+}
+
+// touch sets the time of the last call (at load: the plugin is not idle).
+func (st *stats) touch(now time.Duration) {
+	st.mu.Lock()
+	st.last = now
+	st.mu.Unlock()
+}
+
+// lastCall is when the last call ended.
+func (st *stats) lastCall() time.Duration {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.last
+}
+
+func (st *stats) unloaded() {
+	st.mu.Lock()
+	st.s.Unloads++
+	st.mu.Unlock()
+}
+
+func (st *stats) reloaded() {
+	st.mu.Lock()
+	st.s.Reloads++
+	st.mu.Unlock()
 }
 
 func (st *stats) snapshot() Stats {

@@ -32,6 +32,10 @@ IMPORT("log") void wasmlet_log(int32_t level, const char *msg, int32_t len);
 
 EXPORT("wasmlet_abi_v1") void wasmlet_abi_v1(void) {}
 
+/* The admission request fields beyond the pod this plugin reads (SPEC
+ * §2.4): none, so the host sends neither the node nor the pods on it. */
+EXPORT("wasmlet_reads") int32_t wasmlet_reads(void) { return 0; }
+
 static char *input;     /* the last buffer handed to the host */
 
 EXPORT("wasmlet_alloc") char *wasmlet_alloc(int32_t size) {
