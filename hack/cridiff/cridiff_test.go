@@ -158,3 +158,24 @@ func readKnownText(t *testing.T, text string) ([]Known, error) {
 }
 
 func writeFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o644) }
+
+// Env order and the termination log's random name are not differences.
+func TestLoad_normalizes(t *testing.T) {
+	req := func(envs []map[string]string, tl string) string {
+		return record(t, "CreateContainer", map[string]any{
+			"config": map[string]any{"metadata": map[string]any{"name": "c"}, "envs": envs,
+				"mounts": []any{map[string]any{"hostPath": tl}}},
+			"sandboxConfig": map[string]any{"metadata": map[string]any{"name": "p", "uid": "u"}}})
+	}
+	a, err := load(strings.NewReader(req([]map[string]string{{"key": "B"}, {"key": "A"}}, "/r/pods/u/containers/c/0a1b2c3d")), Agent{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := load(strings.NewReader(req([]map[string]string{{"key": "A"}, {"key": "B"}}, "/r/pods/u/containers/c/ffffeeee")), Agent{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := compare(a, b, nil); len(d) != 0 {
+		t.Errorf("differences %+v, want none", d)
+	}
+}

@@ -52,6 +52,9 @@ type Agent struct {
 	Replace map[string]string
 }
 
+// terminationLog matches the random name of a termination-log file.
+var terminationLog = regexp.MustCompile(`/containers/([^/]+)/[0-9a-f]{8}$`)
+
 // flat is one request flattened to dotted paths.
 type flat map[string]string
 
@@ -71,6 +74,7 @@ func load(r io.Reader, a Agent) (map[string]flat, error) {
 		if err := json.Unmarshal(rec.Request, &m); err != nil {
 			return nil, err
 		}
+		sortEnvs(m)
 		f := flat{}
 		flatten("", m, f)
 		var key string
@@ -102,6 +106,9 @@ func load(r io.Reader, a Agent) (map[string]flat, error) {
 					v = strings.ReplaceAll(v, from, to)
 				}
 			}
+			// Each agent names a container's termination-log file with
+			// 8 random hex digits.
+			v = terminationLog.ReplaceAllString(v, "/containers/$1/<random>")
 			f[k] = v
 		}
 		delete(f, "podSandboxId")
@@ -203,4 +210,17 @@ func orNone(s string) string {
 		return "(unset)"
 	}
 	return s
+}
+
+// sortEnvs orders a container config's envs by name: the kubelet builds
+// them from a map, so their order carries nothing.
+func sortEnvs(req map[string]any) {
+	cfg, _ := req["config"].(map[string]any)
+	envs, _ := cfg["envs"].([]any)
+	key := func(e any) string {
+		m, _ := e.(map[string]any)
+		k, _ := m["key"].(string)
+		return k
+	}
+	sort.SliceStable(envs, func(i, j int) bool { return key(envs[i]) < key(envs[j]) })
 }

@@ -261,7 +261,7 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 		Hooks: a.plugins.hooks(), Volumes: a.data.volumes, Env: a.data.env, ClusterDomain: a.cfg.ClusterDomain,
 		DNS: dns.New(dns.Config{ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, ResolvConf: a.cfg.ResolvConf}),
 	}
-	if err := a.podCgroups(&rcfg); err != nil {
+	if err := a.nodeResources(&rcfg); err != nil {
 		return err
 	}
 	for attempt := 0; ; attempt++ {
@@ -286,14 +286,19 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 	}
 }
 
-// podCgroups gives a CRI runtime the pod cgroup hierarchy (with
-// CgroupsPerQOS) and the node's memory for OOM scores; the embedded WASI
-// runtime has no cgroups.
-func (a *Agent) podCgroups(rcfg *runtime.Config) error {
+// nodeResources gives the runtime the node's memory for OOM scores and,
+// for a CRI runtime, its swap controller, huge page sizes and the pod
+// cgroup hierarchy (with CgroupsPerQOS); the embedded WASI runtime has no
+// cgroups.
+func (a *Agent) nodeResources(rcfg *runtime.Config) error {
 	if mem, err := node.MemoryCapacity(""); err == nil {
 		rcfg.MemoryCapacity = mem
 	}
-	if a.cfg.RuntimeEndpoint == "" || !a.cfg.CgroupsPerQOS {
+	if a.cfg.RuntimeEndpoint == "" {
+		return nil
+	}
+	rcfg.Swap, rcfg.HugePageSizes = cgroups.DetectSwap(""), cgroups.HugePageSizes("")
+	if !a.cfg.CgroupsPerQOS {
 		return nil
 	}
 	cg, err := cgroups.New(cgroups.Config{CgroupRoot: a.cfg.CgroupRoot, Driver: a.cfg.CgroupDriver, Logger: a.log.Named("cgroups")})

@@ -346,3 +346,67 @@ func sharesToWeight(shares int64) int64 {
 	}
 	return 1 + ((shares-2)*9999)/262142
 }
+
+// Swap says how the node limits a container's swap, as the kubelet's
+// NoSwap behaviour asks: on cgroup v1 with the memsw controller the
+// memory+swap limit equals the memory limit; on v2 with the swap
+// controller memory.swap.max is 0; without the controller, nothing.
+type Swap int
+
+// The swap modes.
+const (
+	// SwapUncontrolled: no swap controller, nothing is sent.
+	SwapUncontrolled Swap = iota
+	// SwapV1: memory_swap_limit_in_bytes = memory_limit_in_bytes.
+	SwapV1
+	// SwapV2: the unified memory.swap.max = 0.
+	SwapV2
+)
+
+// DetectSwap reads which swap controller the cgroup mount has.
+func DetectSwap(mountPoint string) Swap {
+	if mountPoint == "" {
+		mountPoint = "/sys/fs/cgroup"
+	}
+	if _, err := os.Stat(filepath.Join(mountPoint, "cgroup.controllers")); err == nil {
+		// The root has no swap files of its own: look one level down.
+		if m, _ := filepath.Glob(filepath.Join(mountPoint, "*", "memory.swap.max")); len(m) > 0 {
+			return SwapV2
+		}
+		return SwapUncontrolled
+	}
+	if _, err := os.Stat(filepath.Join(mountPoint, "memory", "memory.memsw.limit_in_bytes")); err == nil {
+		return SwapV1
+	}
+	return SwapUncontrolled
+}
+
+// HugePageSizes lists the node's huge page sizes as the kubelet names them
+// for the runtime ("2MB", "1GB"), from <sysfs>/kernel/mm/hugepages; ""
+// means /sys.
+func HugePageSizes(sysfs string) []string {
+	if sysfs == "" {
+		sysfs = "/sys"
+	}
+	dirs, _ := filepath.Glob(filepath.Join(sysfs, "kernel", "mm", "hugepages", "hugepages-*kB"))
+	var out []string
+	for _, d := range dirs {
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(d), "hugepages-"), "kB"), 10, 64)
+		if err != nil || kb <= 0 {
+			continue
+		}
+		out = append(out, HugePageUnit(kb<<10))
+	}
+	return out
+}
+
+// HugePageUnit names a page size in bytes in the runtime's unit ("2MB").
+func HugePageUnit(bytes int64) string {
+	units := []string{"B", "KB", "MB", "GB", "TB", "PB"}
+	i := 0
+	for bytes >= 1024 && bytes%1024 == 0 && i < len(units)-1 {
+		bytes /= 1024
+		i++
+	}
+	return strconv.FormatInt(bytes, 10) + units[i]
+}

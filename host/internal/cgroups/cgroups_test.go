@@ -185,3 +185,36 @@ func checkFiles(t *testing.T, mnt string, want map[string]string) {
 		}
 	}
 }
+
+func TestDetectSwapAndHugePages(t *testing.T) {
+	v1 := v1Mount(t)
+	if s := DetectSwap(v1); s != SwapUncontrolled {
+		t.Errorf("v1 without memsw: %v", s)
+	}
+	os.WriteFile(filepath.Join(v1, "memory", "memory.memsw.limit_in_bytes"), []byte("-1"), 0o644)
+	if s := DetectSwap(v1); s != SwapV1 {
+		t.Errorf("v1 with memsw: %v", s)
+	}
+	v2 := t.TempDir()
+	os.WriteFile(filepath.Join(v2, "cgroup.controllers"), []byte("memory"), 0o644)
+	if s := DetectSwap(v2); s != SwapUncontrolled {
+		t.Errorf("v2 without swap files: %v", s)
+	}
+	os.Mkdir(filepath.Join(v2, "kubepods"), 0o755)
+	os.WriteFile(filepath.Join(v2, "kubepods", "memory.swap.max"), []byte("max"), 0o644)
+	if s := DetectSwap(v2); s != SwapV2 {
+		t.Errorf("v2 with memory.swap.max: %v", s)
+	}
+	sys := t.TempDir()
+	for _, d := range []string{"hugepages-2048kB", "hugepages-1048576kB", "hugepages-x"} {
+		os.MkdirAll(filepath.Join(sys, "kernel", "mm", "hugepages", d), 0o755)
+	}
+	got := HugePageSizes(sys)
+	slices.Sort(got)
+	if want := []string{"1GB", "2MB"}; !slices.Equal(got, want) {
+		t.Errorf("HugePageSizes = %v, want %v", got, want)
+	}
+	if u := HugePageUnit(64 << 10); u != "64KB" {
+		t.Errorf("HugePageUnit(64 KiB) = %s", u)
+	}
+}

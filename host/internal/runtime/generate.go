@@ -6,16 +6,24 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/wasmlet/wasmlet/host/internal/cgroups"
 	"github.com/wasmlet/wasmlet/host/internal/podenv"
 	"github.com/wasmlet/wasmlet/host/internal/qos"
 )
 
 func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
 	o := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}
+	// The node's user namespace unless the pod opts out; a pod with
+	// hostUsers: false is refused at admission (no ID mappings here).
+	if pod.Spec.HostUsers == nil || *pod.Spec.HostUsers {
+		o.UsernsOptions = &runtimeapi.UserNamespace{Mode: runtimeapi.NamespaceMode_NODE}
+	}
 	if pod.Spec.HostNetwork {
 		o.Network = runtimeapi.NamespaceMode_NODE
 	}
@@ -75,11 +83,10 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 			c.Linux.Sysctls[s.Name] = s.Value
 		}
 	}
+	// Every container port, as the kubelet sends them (a hostPort of 0
+	// maps nothing).
 	for _, ctr := range pod.Spec.Containers {
 		for _, p := range ctr.Ports {
-			if p.HostPort == 0 {
-				continue
-			}
 			proto := runtimeapi.Protocol_TCP
 			switch p.Protocol {
 			case v1.ProtocolUDP:
@@ -230,7 +237,39 @@ func setEnv(env []*runtimeapi.KeyValue, k, v string) []*runtimeapi.KeyValue {
 func (m *Manager) resources(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerResources {
 	r := linuxResources(qos.Container(pod, c))
 	r.OomScoreAdj = qos.OOMScoreAdjust(pod, c, m.cfg.MemoryCapacity)
+	pages := hugePageLimits(pod, c)
+	for _, size := range m.cfg.HugePageSizes {
+		r.HugepageLimits = append(r.HugepageLimits, &runtimeapi.HugepageLimit{PageSize: size, Limit: pages[size]})
+	}
+	switch m.cfg.Swap {
+	case cgroups.SwapV1:
+		r.MemorySwapLimitInBytes = r.MemoryLimitInBytes
+	case cgroups.SwapV2:
+		r.Unified = map[string]string{"memory.swap.max": "0"}
+	}
 	return r
+}
+
+// hugePageLimits are the container's hugepages-<size> limits by page size
+// in the runtime's unit, the pod-level ones where the container sets none.
+func hugePageLimits(pod *v1.Pod, c *v1.Container) map[string]uint64 {
+	out := map[string]uint64{}
+	add := func(l v1.ResourceList) {
+		for name, q := range l {
+			size, ok := strings.CutPrefix(string(name), v1.ResourceHugePagesPrefix)
+			if !ok {
+				continue
+			}
+			if s, err := resource.ParseQuantity(size); err == nil && s.Value() > 0 {
+				out[cgroups.HugePageUnit(s.Value())] = uint64(q.Value())
+			}
+		}
+	}
+	if pod.Spec.Resources != nil {
+		add(pod.Spec.Resources.Limits)
+	}
+	add(c.Resources.Limits)
+	return out
 }
 
 // linuxResources is the CRI form of qos.Resources.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/wasmlet/wasmlet/host/internal/cgroups"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -128,6 +130,12 @@ type Config struct {
 	// DNS, when not nil, gives each sandbox its resolver configuration
 	// (host/internal/dns); nil leaves it to the runtime (the host's).
 	DNS DNS
+	// Swap is how containers are kept from swapping (the kubelet's
+	// NoSwap): by the cgroup v1 memory+swap limit or v2's memory.swap.max.
+	Swap cgroups.Swap
+	// HugePageSizes are the node's huge page sizes ("2MB"): each
+	// container gets a limit for every one, 0 unless it asks for pages.
+	HugePageSizes []string
 	// MemoryCapacity is the node's memory in bytes, for the containers'
 	// OOM score adjustment by QoS class; 0 gives Burstable containers 999.
 	MemoryCapacity int64

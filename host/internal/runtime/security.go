@@ -100,12 +100,12 @@ func securityContext(pod *v1.Pod, c *v1.Container) *runtimeapi.LinuxContainerSec
 	if esc.AllowPrivilegeEscalation != nil && !*esc.AllowPrivilegeEscalation {
 		sc.NoNewPrivs = true
 	}
-	if !sc.Privileged {
-		if esc.ProcMount != nil && *esc.ProcMount == v1.UnmaskedProcMount {
-			sc.MaskedPaths, sc.ReadonlyPaths = []string{}, []string{}
-		} else {
-			sc.MaskedPaths, sc.ReadonlyPaths = maskedPaths(), defaultReadonlyPaths
-		}
+	// Sent for privileged containers too, as the kubelet sends them (the
+	// runtime does not apply them to a privileged container).
+	if esc.ProcMount != nil && *esc.ProcMount == v1.UnmaskedProcMount {
+		sc.MaskedPaths, sc.ReadonlyPaths = []string{}, []string{}
+	} else {
+		sc.MaskedPaths, sc.ReadonlyPaths = maskedPaths(), defaultReadonlyPaths
 	}
 	return sc
 }

@@ -32,9 +32,11 @@ func TestSecurityContext(t *testing.T) {
 	if sc := securityContext(pod, c); len(sc.MaskedPaths) != 0 || sc.MaskedPaths == nil {
 		t.Errorf("Unmasked procMount: masked %v, want an empty list", sc.MaskedPaths)
 	}
-	c.SecurityContext.Privileged = ptr.To(true)
-	if sc := securityContext(pod, c); !sc.Privileged || sc.MaskedPaths != nil {
-		t.Errorf("privileged: %v, masked %v", sc.Privileged, sc.MaskedPaths)
+	// A privileged container gets the default lists too, as the kubelet
+	// sends them (the runtime ignores them for it).
+	c.SecurityContext.Privileged, c.SecurityContext.ProcMount = ptr.To(true), nil
+	if sc := securityContext(pod, c); !sc.Privileged || len(sc.MaskedPaths) == 0 || len(sc.ReadonlyPaths) == 0 {
+		t.Errorf("privileged: %v, masked %v, read-only %v", sc.Privileged, sc.MaskedPaths, sc.ReadonlyPaths)
 	}
 }
 
