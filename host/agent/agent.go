@@ -20,6 +20,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/cluster"
 	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/config/file"
+	"github.com/wasmlet/wasmlet/host/internal/crimetrics"
 	"github.com/wasmlet/wasmlet/host/internal/dns"
 	"github.com/wasmlet/wasmlet/host/internal/housekeeping"
 	"github.com/wasmlet/wasmlet/host/internal/node"
@@ -255,11 +256,16 @@ func (a *Agent) Run(ctx context.Context) error {
 // connect dials the runtime, retrying every second until it answers or
 // ctx ends (containerd may start after the agent).
 func (a *Agent) connect(ctx context.Context, endpoint string) error {
+	calls, err := crimetrics.New(a.reg)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	rcfg := runtime.Config{
 		Endpoint: endpoint, ImageEndpoint: a.cfg.ImageEndpoint, Timeout: a.cfg.RuntimeRequestTimeout,
 		RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir, Logger: a.log.Named("runtime"),
 		Hooks: a.plugins.hooks(), Volumes: a.data.volumes, Env: a.data.env, ClusterDomain: a.cfg.ClusterDomain,
-		DNS: dns.New(dns.Config{ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, ResolvConf: a.cfg.ResolvConf}),
+		DNS:        dns.New(dns.Config{ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, ResolvConf: a.cfg.ResolvConf}),
+		Instrument: calls.Wrap,
 	}
 	if err := a.podCgroups(&rcfg); err != nil {
 		return err
