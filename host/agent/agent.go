@@ -191,7 +191,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// monitoring system sees a red /healthz naming it, not a closed port.
 	if a.cfg.ReadOnlyPort != 0 {
 		srv, err := server.New(server.Config{
-			Address: a.cfg.Address, Port: a.cfg.ReadOnlyPort, Pods: a.statuses.Pods,
+			Address: a.cfg.Address, Port: a.cfg.ReadOnlyPort, Pods: a.Pods,
 			Checks:   a.healthChecks(endpoint),
 			Gatherer: a.gatherer, Logger: a.log.Named("server"),
 			Handlers: a.plugins.handlers(),
@@ -441,5 +441,16 @@ func (a *Agent) runtimeReady() error {
 	return nil
 }
 
-// Pods returns the pods with their latest status, as /pods serves them.
-func (a *Agent) Pods() []v1.Pod { return a.statuses.Pods() }
+// Pods returns the pods with their latest status, as /pods serves them:
+// the pods a source still has, as the kubelet lists its pod manager's (a
+// deleted static pod leaves at once while it terminates).
+func (a *Agent) Pods() []v1.Pod {
+	all := a.statuses.Pods()
+	out := all[:0]
+	for _, p := range all {
+		if _, ok := a.pods.PodByUID(p.UID); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
