@@ -134,6 +134,9 @@ type Result struct {
 	// CRI call counts and mean seconds by method while starting, from the
 	// agent's own metrics (none when it has no such metric).
 	CRI []CRICall
+	// Limits are wasmlet's pod start limit (wasmlet_pod_start_limit), read
+	// once a second while starting; none for an agent without it.
+	Limits []float64
 }
 
 // CRICall is one CRI method's calls in a phase.
@@ -219,7 +222,14 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 	}
 	var times []float64
 	seen := map[string]bool{}
+	lastLimit := time.Time{}
 	for len(seen) < n {
+		if time.Since(lastLimit) >= time.Second {
+			lastLimit = time.Now()
+			if v, ok := gauge(base+"/metrics", "wasmlet_pod_start_limit"); ok {
+				res.Limits = append(res.Limits, v)
+			}
+		}
 		if time.Since(t0) > cfg.Timeout {
 			return res, fmt.Errorf("only %d of %d pods running after %v (log %s)", len(seen), n, cfg.Timeout, logf.Name())
 		}
@@ -391,6 +401,23 @@ func listedPods(url string) (int, error) {
 		}
 	}
 	return k, nil
+}
+
+// gauge reads an unlabelled metric from the agent's /metrics.
+func gauge(url, name string) (float64, bool) {
+	r, err := http.Get(url)
+	if err != nil {
+		return 0, false
+	}
+	defer r.Body.Close()
+	body, _ := io.ReadAll(r.Body)
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
 }
 
 // criMetric matches the sum and count series of the agents' CRI call

@@ -79,6 +79,16 @@ func printTable(w io.Writer, cfg Config, results []Result) {
 			fmt.Fprintln(w)
 		}
 	}
+	fmt.Fprintf(w, "\nwasmlet's pod start limit, once a second while starting (round %d)\n", cfg.Rounds)
+	for _, n := range cfg.Pods {
+		if r, ok := find("wasmlet", n, cfg.Rounds); ok && len(r.Limits) > 0 {
+			l := make([]string, len(r.Limits))
+			for i, v := range r.Limits {
+				l[i] = fmt.Sprintf("%.1f", v)
+			}
+			fmt.Fprintf(w, "%d pod(s): %s\n", n, strings.Join(l, " "))
+		}
+	}
 }
 
 func fig(f Figure) string {
