@@ -24,6 +24,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/dns"
 	"github.com/wasmlet/wasmlet/host/internal/housekeeping"
 	"github.com/wasmlet/wasmlet/host/internal/node"
+	"github.com/wasmlet/wasmlet/host/internal/pacer"
 	"github.com/wasmlet/wasmlet/host/internal/pleg"
 	"github.com/wasmlet/wasmlet/host/internal/pod"
 	"github.com/wasmlet/wasmlet/host/internal/podstate"
@@ -349,9 +350,14 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	a.rt.SetStartupResults(probes.Started)
 	records := podstate.New(podstate.Config{OnForget: []func(uid types.UID){a.statuses.RemovePod, a.rt.ForgetPod, a.pleg.Cache().Delete, a.data.volumes.Forget, probes.RemovePod}})
 	backOff := runtime.NewBackOff()
+	starts, err := pacer.New(pacer.Config{Registerer: a.reg})
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: %w", err)
+	}
 	syncer, err := podsync.New(podsync.Config{
 		Runtime: a.rt, Cache: a.pleg.Cache(), Statuses: a.statuses, Pods: a.pods, Records: records,
 		BackOff: backOff, HostIPs: hostIPs, Volumes: a.data.volumes, Probes: probes, Events: a.cluster, Terminated: a.cluster.Terminated, Registerer: a.reg,
+		Pacer: starts,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)
