@@ -15,7 +15,7 @@ MODULES  := . abi sdk sdk/sdktest plugins examples/plugins
 # each CMD: run CMD in every module, stopping at the first failure.
 each = @set -e; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)); done
 
-.PHONY: all build plugins deps run test test-steps unit e2e conformance cri-diff bench check fmt vet tidy clean
+.PHONY: all build plugins deps run test test-steps unit e2e conformance cri-diff bench bench-node check fmt vet tidy clean
 
 all: build plugins
 
@@ -81,6 +81,12 @@ cri-diff: deps build
 
 bench: deps build plugins
 	$(call each,$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS))
+
+# A burst of static pods on a private containerd under wasmlet and the real
+# kubelet, alternately (PODS=1,10,30,100 ROUNDS=2): the start and stop
+# figures side by side with the load average. Minutes; not part of make test.
+bench-node: deps build
+	./hack/bench-node.sh
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

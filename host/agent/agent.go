@@ -20,9 +20,11 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/cluster"
 	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/config/file"
+	"github.com/wasmlet/wasmlet/host/internal/crimetrics"
 	"github.com/wasmlet/wasmlet/host/internal/dns"
 	"github.com/wasmlet/wasmlet/host/internal/housekeeping"
 	"github.com/wasmlet/wasmlet/host/internal/node"
+	"github.com/wasmlet/wasmlet/host/internal/pacer"
 	"github.com/wasmlet/wasmlet/host/internal/pleg"
 	"github.com/wasmlet/wasmlet/host/internal/pod"
 	"github.com/wasmlet/wasmlet/host/internal/podstate"
@@ -190,7 +192,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	// monitoring system sees a red /healthz naming it, not a closed port.
 	if a.cfg.ReadOnlyPort != 0 {
 		srv, err := server.New(server.Config{
-			Address: a.cfg.Address, Port: a.cfg.ReadOnlyPort, Pods: a.statuses.Pods,
+			Address: a.cfg.Address, Port: a.cfg.ReadOnlyPort, Pods: a.Pods,
 			Checks:   a.healthChecks(endpoint),
 			Gatherer: a.gatherer, Logger: a.log.Named("server"),
 			Handlers: a.plugins.handlers(),
@@ -255,11 +257,16 @@ func (a *Agent) Run(ctx context.Context) error {
 // connect dials the runtime, retrying every second until it answers or
 // ctx ends (containerd may start after the agent).
 func (a *Agent) connect(ctx context.Context, endpoint string) error {
+	calls, err := crimetrics.New(a.reg)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	rcfg := runtime.Config{
 		Endpoint: endpoint, ImageEndpoint: a.cfg.ImageEndpoint, Timeout: a.cfg.RuntimeRequestTimeout,
 		RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir, Logger: a.log.Named("runtime"),
 		Hooks: a.plugins.hooks(), Volumes: a.data.volumes, Env: a.data.env, ClusterDomain: a.cfg.ClusterDomain,
-		DNS: dns.New(dns.Config{ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, ResolvConf: a.cfg.ResolvConf}),
+		DNS:        dns.New(dns.Config{ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, ResolvConf: a.cfg.ResolvConf}),
+		Instrument: calls.Wrap,
 	}
 	if err := a.nodeResources(&rcfg); err != nil {
 		return err
@@ -348,9 +355,14 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	a.rt.SetStartupResults(probes.Started)
 	records := podstate.New(podstate.Config{OnForget: []func(uid types.UID){a.statuses.RemovePod, a.rt.ForgetPod, a.pleg.Cache().Delete, a.data.volumes.Forget, probes.RemovePod}})
 	backOff := runtime.NewBackOff()
+	starts, err := pacer.New(pacer.Config{Registerer: a.reg})
+	if err != nil {
+		return nil, nil, fmt.Errorf("agent: %w", err)
+	}
 	syncer, err := podsync.New(podsync.Config{
 		Runtime: a.rt, Cache: a.pleg.Cache(), Statuses: a.statuses, Pods: a.pods, Records: records,
 		BackOff: backOff, HostIPs: hostIPs, Volumes: a.data.volumes, Probes: probes, Events: a.cluster, Terminated: a.cluster.Terminated, Registerer: a.reg,
+		Pacer: starts,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)
@@ -440,5 +452,16 @@ func (a *Agent) runtimeReady() error {
 	return nil
 }
 
-// Pods returns the pods with their latest status, as /pods serves them.
-func (a *Agent) Pods() []v1.Pod { return a.statuses.Pods() }
+// Pods returns the pods with their latest status, as /pods serves them:
+// the pods a source still has, as the kubelet lists its pod manager's (a
+// deleted static pod leaves at once while it terminates).
+func (a *Agent) Pods() []v1.Pod {
+	all := a.statuses.Pods()
+	out := all[:0]
+	for _, p := range all {
+		if _, ok := a.pods.PodByUID(p.UID); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}

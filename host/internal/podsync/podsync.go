@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/pacer"
 	"github.com/wasmlet/wasmlet/host/internal/podstate"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/host/internal/status"
@@ -109,6 +110,10 @@ type Config struct {
 	Terminated func(pod *v1.Pod)
 	// Registerer receives wasmlet_pod_start_duration_seconds.
 	Registerer prometheus.Registerer
+	// Pacer, when set, paces pod starts: a pod with nothing running waits
+	// for a slot before its sandbox and containers are made, and holds it
+	// until they are.
+	Pacer *pacer.Pacer
 }
 
 // Syncer syncs and terminates pods for the pod workers.
@@ -186,7 +191,14 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 			return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
 	}
+	var slot *pacer.Slot
+	if s.cfg.Pacer != nil && !rs.Running() {
+		if slot, err = s.cfg.Pacer.Acquire(ctx); err != nil {
+			return err
+		}
+	}
 	res := s.cfg.Runtime.SyncPod(ctx, p, rs, s.cfg.BackOff)
+	slot.Done(res.Error() == nil)
 	s.stepEvents(p, res)
 	if s.cfg.Probes != nil {
 		s.cfg.Probes.UpdatePod(p)

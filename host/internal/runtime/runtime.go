@@ -141,6 +141,9 @@ type Config struct {
 	MemoryCapacity int64
 	// Logger receives structured logs; nil means no logs.
 	Logger hclog.Logger
+	// Instrument, when set, wraps the CRI services once connected (e.g.
+	// crimetrics timing every call).
+	Instrument func(cri.RuntimeService, cri.ImageManagerService) (cri.RuntimeService, cri.ImageManagerService)
 }
 
 // DNS makes a pod's resolver configuration (host/internal/dns).
@@ -236,6 +239,9 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if err != nil {
 		rs.Close(ctx)
 		return nil, fmt.Errorf("runtime: connect to CRI image service %s: %w", cfg.ImageEndpoint, err)
+	}
+	if cfg.Instrument != nil {
+		rs, is = cfg.Instrument(rs, is)
 	}
 	m := &Manager{cfg: cfg, rs: rs, is: is, log: cfg.Logger, reasons: map[reasonKey]reason{}, fsSlots: make(chan struct{}, 64)}
 	v, err := rs.Version(ctx, "v1")

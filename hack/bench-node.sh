@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# make bench-node: a burst of static pods on one private containerd, under
+# wasmlet and under the real kubelet (k8s.io/kubernetes v1.36.3, built from
+# the Go module proxy as the conformance harness builds it) alternately, on
+# the same manifests (host-network busybox `sleep`). Prints, for each pod
+# count, the first, median and last pod Running, the time until every
+# container stopped and until the deleted pods left /pods, the agent's CPU
+# and RSS, and the wasmlet/kubelet ratios, with the 1-minute load average
+# beside each figure. Not part of make test; takes ~10 min with the defaults.
+#
+#   PODS=1,10,30,100   pod counts
+#   ROUNDS=2           rounds (each runs every count under each agent)
+#   AGENTS=kubelet,wasmlet  the agents, in run order
+#   WASMLET=PATH       the wasmlet binary to time (default bin/wasmlet, built)
+#
+# The machine's other load shows in the load averages: compare runs at
+# similar load only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+out=$repo/build/e2e
+log() { printf 'bench-node: %s %s\n' "$(date +%T)" "$*" >&2; }
+E2E_BASE_PREFIX=wlb
+# shellcheck source=lib/e2e.sh
+. hack/lib/e2e.sh
+
+e2e_tools
+go build -o "$out/bin/benchnode" ./hack/benchnode
+kubelet=$(hack/kube/build.sh kubelet)
+e2e_images busybox
+e2e_runtime_up containerd pause busybox
+log "containerd up at $ep"
+"$out/bin/benchnode" -endpoint "$ep" -base "$base" -wasmlet "${WASMLET:-$repo/bin/wasmlet}" -kubelet "$kubelet" \
+	-pods "${PODS:-1,10,30,100}" -rounds "${ROUNDS:-2}" -agents "${AGENTS:-kubelet,wasmlet}" || status=1
+e2e_runtime_down containerd

@@ -1,0 +1,496 @@
+// Command benchnode times a burst of static pods on one containerd under
+// wasmlet and under the real kubelet, alternately, and prints the table of
+// `make bench-node` (hack/bench-node.sh sets up containerd and the images):
+//
+//	benchnode -endpoint unix:///tmp/wlb.x/ctrd/c.sock -base /tmp/wlb.x \
+//	  -wasmlet bin/wasmlet -kubelet ~/.cache/wasmlet/kubelet/v1.36.3/kubelet \
+//	  -pods 1,10,30,100 -rounds 2 -image wasmlet.local/busybox:1.0
+//
+// Each run starts the agent fresh (empty root and manifest directories),
+// waits until it is idle, moves N manifests (host-network busybox `sleep`,
+// termination grace 1 s, so 2 s, the floor of both agents) into its static
+// pod directory at once, and watches containerd (CRI ListContainers every
+// 100 ms) until every pod's container runs; then deletes the manifests and
+// watches until no container of them runs any more and none of them is
+// listed by the agent's /pods. Agent CPU (utime+stime) and RSS come from
+// /proc, the load average from /proc/loadavg at the moment of each figure.
+// Between runs the agent is stopped and every pod removed through CRI.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/cri"
+)
+
+// namespace holds every benchmark pod, so only they are counted.
+const namespace = "bench"
+
+// Config is what one benchmark invocation runs.
+type Config struct {
+	Endpoint string // CRI endpoint of the private containerd
+	Base     string // state directory (agents' roots, manifests, logs)
+	Wasmlet  string // wasmlet binary
+	Kubelet  string // kubelet binary
+	Image    string // the busybox image the pods run
+	Pods     []int  // pod counts, one run per count, agent and round
+	Rounds   int
+	Agents   []string // "kubelet", "wasmlet", in this order each round
+	Timeout  time.Duration
+}
+
+func main() {
+	var cfg Config
+	var pods, agents string
+	flag.StringVar(&cfg.Endpoint, "endpoint", "", "CRI endpoint of the containerd")
+	flag.StringVar(&cfg.Base, "base", "", "state directory")
+	flag.StringVar(&cfg.Wasmlet, "wasmlet", "bin/wasmlet", "wasmlet binary")
+	flag.StringVar(&cfg.Kubelet, "kubelet", "", "kubelet binary")
+	flag.StringVar(&cfg.Image, "image", "wasmlet.local/busybox:1.0", "image with a sleep command")
+	flag.StringVar(&pods, "pods", "1,10,30,100", "pod counts")
+	flag.IntVar(&cfg.Rounds, "rounds", 2, "rounds (each runs every count under each agent)")
+	flag.StringVar(&agents, "agents", "kubelet,wasmlet", "agents, in run order")
+	flag.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "limit for each start and each stop")
+	flag.Parse()
+	for _, s := range strings.Split(pods, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			fatalf("-pods: %q is not a pod count", s)
+		}
+		cfg.Pods = append(cfg.Pods, n)
+	}
+	cfg.Agents = strings.Split(agents, ",")
+	for _, a := range cfg.Agents {
+		if a != "kubelet" && a != "wasmlet" {
+			fatalf("-agents: %q is neither kubelet nor wasmlet", a)
+		}
+	}
+	if cfg.Endpoint == "" || cfg.Base == "" || (cfg.Kubelet == "" && strings.Contains(agents, "kubelet")) {
+		fatalf("-endpoint, -base and -kubelet are required")
+	}
+	ctx := context.Background()
+	c, err := cri.Connect(ctx, cfg.Endpoint)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer c.Close()
+	var results []Result
+	for round := 1; round <= cfg.Rounds; round++ {
+		for _, n := range cfg.Pods {
+			for _, agent := range cfg.Agents {
+				r, err := run(ctx, c, cfg, agent, n, round)
+				if err != nil {
+					fatalf("round %d, %d pods, %s: %v", round, n, agent, err)
+				}
+				fmt.Fprintln(os.Stderr, r.line())
+				results = append(results, r)
+			}
+		}
+	}
+	printTable(os.Stdout, cfg, results)
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "benchnode: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+// Figure is a duration or amount with the 1-minute load average when it was
+// taken.
+type Figure struct {
+	V    float64
+	Load float64
+}
+
+// Result is one run: one agent, N pods.
+type Result struct {
+	Agent string
+	Pods  int
+	Round int
+	// Seconds from the manifests' arrival.
+	First, Median, All Figure
+	// Seconds from the manifests' removal: every container stopped, and
+	// every pod gone from the agent's /pods.
+	Stopped, Gone Figure
+	// Agent CPU seconds while starting and while stopping, and RSS in MB
+	// idle and with all pods running.
+	CPUStart, CPUStop, RSSIdle, RSSRun Figure
+	// CRI call counts and mean seconds by method while starting, from the
+	// agent's own metrics (none when it has no such metric).
+	CRI []CRICall
+	// Limits are wasmlet's pod start limit (wasmlet_pod_start_limit), read
+	// once a second while starting; none for an agent without it.
+	Limits []float64
+}
+
+// CRICall is one CRI method's calls in a phase.
+type CRICall struct {
+	Method string
+	Count  float64
+	Sum    float64
+}
+
+func (r Result) line() string {
+	return fmt.Sprintf("round %d %-7s %3d pods: first %.2fs median %.2fs all %.2fs (load %.2f); stopped %.2fs, gone from /pods %.2fs (load %.2f); cpu start %.2fs stop %.2fs; rss idle %.1f MB running %.1f MB",
+		r.Round, r.Agent, r.Pods, r.First.V, r.Median.V, r.All.V, r.All.Load, r.Stopped.V, r.Gone.V, r.Gone.Load, r.CPUStart.V, r.CPUStop.V, r.RSSIdle.V, r.RSSRun.V)
+}
+
+// Ports of the agents (not the defaults, so a node agent on the machine
+// does not clash).
+const (
+	readOnlyPort = 10356
+	kubeletPort  = 10350
+	healthzPort  = 10358
+)
+
+func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round int) (Result, error) {
+	res := Result{Agent: agent, Pods: n, Round: round}
+	dir := filepath.Join(cfg.Base, fmt.Sprintf("%s-%d-%d", agent, n, round))
+	manifests, staging := filepath.Join(dir, "manifests"), filepath.Join(dir, "staging")
+	for _, d := range []string{manifests, staging, filepath.Join(dir, "logs")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return res, err
+		}
+	}
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(staging, fmt.Sprintf("bench-%03d.yaml", i)), []byte(manifest(i, cfg.Image)), 0o644); err != nil {
+			return res, err
+		}
+	}
+	cmd, err := agentCmd(cfg, agent, dir, manifests)
+	if err != nil {
+		return res, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "agent.log"))
+	if err != nil {
+		return res, err
+	}
+	defer logf.Close()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return res, err
+	}
+	pid := cmd.Process.Pid
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		if err := c.RemoveAll(rctx, 2); err != nil {
+			fmt.Fprintf(os.Stderr, "benchnode: cleanup: %v\n", err)
+		}
+	}()
+	base := fmt.Sprintf("http://127.0.0.1:%d", readOnlyPort)
+	if err := waitHealthy(ctx, base+"/healthz", cmd, time.Minute); err != nil {
+		return res, fmt.Errorf("%w (log %s)", err, logf.Name())
+	}
+	// Idle: let the agent finish starting up (the kubelet's cadvisor, the
+	// first relists) before the figures start.
+	time.Sleep(5 * time.Second)
+	res.RSSIdle = Figure{rssMB(pid), load()}
+
+	cpu0 := cpuSeconds(pid)
+	t0 := time.Now()
+	for i := range n {
+		name := fmt.Sprintf("bench-%03d.yaml", i)
+		if err := os.Rename(filepath.Join(staging, name), filepath.Join(manifests, name)); err != nil {
+			return res, err
+		}
+	}
+	var times []float64
+	seen := map[string]bool{}
+	lastLimit := time.Time{}
+	for len(seen) < n {
+		if time.Since(lastLimit) >= time.Second {
+			lastLimit = time.Now()
+			if v, ok := gauge(base+"/metrics", "wasmlet_pod_start_limit"); ok {
+				res.Limits = append(res.Limits, v)
+			}
+		}
+		if time.Since(t0) > cfg.Timeout {
+			return res, fmt.Errorf("only %d of %d pods running after %v (log %s)", len(seen), n, cfg.Timeout, logf.Name())
+		}
+		time.Sleep(100 * time.Millisecond)
+		running, err := runningPods(ctx, c)
+		if err != nil {
+			return res, err
+		}
+		now := time.Since(t0).Seconds()
+		for p := range running {
+			if !seen[p] {
+				seen[p] = true
+				times = append(times, now)
+				if len(times) == 1 {
+					res.First = Figure{now, load()}
+				}
+				if len(times) == (n+1)/2 {
+					res.Median = Figure{now, load()}
+				}
+			}
+		}
+	}
+	res.All = Figure{times[len(times)-1], load()}
+	res.CPUStart = Figure{cpuSeconds(pid) - cpu0, load()}
+	res.RSSRun = Figure{rssMB(pid), load()}
+	res.CRI = criCalls(base + "/metrics")
+
+	cpu1 := cpuSeconds(pid)
+	t1 := time.Now()
+	for i := range n {
+		if err := os.Remove(filepath.Join(manifests, fmt.Sprintf("bench-%03d.yaml", i))); err != nil {
+			return res, err
+		}
+	}
+	stopped, gone := false, false
+	for !stopped || !gone {
+		if time.Since(t1) > cfg.Timeout {
+			return res, fmt.Errorf("pods not stopped (%v) or not gone from /pods (%v) after %v (log %s)", stopped, gone, cfg.Timeout, logf.Name())
+		}
+		time.Sleep(100 * time.Millisecond)
+		now := time.Since(t1).Seconds()
+		if !stopped {
+			running, err := runningPods(ctx, c)
+			if err != nil {
+				return res, err
+			}
+			if len(running) == 0 {
+				stopped = true
+				res.Stopped = Figure{now, load()}
+			}
+		}
+		if !gone {
+			if k, err := listedPods(base + "/pods"); err == nil && k == 0 {
+				gone = true
+				res.Gone = Figure{now, load()}
+			}
+		}
+	}
+	res.CPUStop = Figure{cpuSeconds(pid) - cpu1, load()}
+	return res, nil
+}
+
+func manifest(i int, image string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: bench-%03d
+  namespace: %s
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: sleep
+    image: %s
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+`, i, namespace, image)
+}
+
+// agentCmd is the command of one agent, standalone, on the static pod
+// directory manifests.
+func agentCmd(cfg Config, agent, dir, manifests string) (*exec.Cmd, error) {
+	if agent == "wasmlet" {
+		return exec.Command(cfg.Wasmlet, "run", "--node-name", "bench-node", "--container-runtime-endpoint", cfg.Endpoint,
+			"--root-dir", filepath.Join(dir, "root"), "--pod-logs-dir", filepath.Join(dir, "logs"),
+			"--pod-manifest-path", manifests, "--address", "127.0.0.1", "--read-only-port", strconv.Itoa(readOnlyPort),
+			"--port", "0"), nil
+	}
+	conf := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+containerRuntimeEndpoint: %s
+staticPodPath: %s
+podLogsDir: %s
+failCgroupV1: false
+cgroupDriver: cgroupfs
+oomScoreAdj: 0
+failSwapOn: false
+makeIPTablesUtilChains: false
+evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
+authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}
+address: 127.0.0.1
+port: %d
+readOnlyPort: %d
+healthzPort: %d
+`, cfg.Endpoint, manifests, filepath.Join(dir, "logs"), kubeletPort, readOnlyPort, healthzPort)
+	path := filepath.Join(dir, "kubelet.yaml")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	return exec.Command(cfg.Kubelet, "--config", path, "--hostname-override", "bench-node",
+		"--root-dir", filepath.Join(dir, "root"), "--cert-dir", filepath.Join(dir, "root", "pki")), nil
+}
+
+func waitHealthy(ctx context.Context, url string, cmd *exec.Cmd, limit time.Duration) error {
+	end := time.Now().Add(limit)
+	for time.Now().Before(end) {
+		if r, err := http.Get(url); err == nil {
+			r.Body.Close()
+			if r.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+			return fmt.Errorf("agent exited")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not healthy after %v", url, limit)
+}
+
+// runningPods are the benchmark pods with a running container.
+func runningPods(ctx context.Context, c *cri.Client) (map[string]bool, error) {
+	ctrs, err := c.Runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{"io.kubernetes.pod.namespace": namespace},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ListContainers: %w", err)
+	}
+	out := map[string]bool{}
+	for _, ct := range ctrs {
+		out[ct.Labels["io.kubernetes.pod.name"]] = true
+	}
+	return out, nil
+}
+
+// listedPods is how many benchmark pods the agent's /pods lists.
+func listedPods(url string) (int, error) {
+	r, err := http.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer r.Body.Close()
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&list); err != nil {
+		return 0, err
+	}
+	k := 0
+	for _, p := range list.Items {
+		if p.Metadata.Namespace == namespace {
+			k++
+		}
+	}
+	return k, nil
+}
+
+// gauge reads an unlabelled metric from the agent's /metrics.
+func gauge(url, name string) (float64, bool) {
+	r, err := http.Get(url)
+	if err != nil {
+		return 0, false
+	}
+	defer r.Body.Close()
+	body, _ := io.ReadAll(r.Body)
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
+
+// criMetric matches the sum and count series of the agents' CRI call
+// histograms: wasmlet's wasmlet_cri_call_duration_seconds{method=…} and
+// the kubelet's kubelet_runtime_operations_duration_seconds{operation_type=…}.
+var criMetric = regexp.MustCompile(`^(?:wasmlet_cri_call_duration_seconds|kubelet_runtime_operations_duration_seconds)_(sum|count)\{(?:method|operation_type)="([^"]+)"\} ([0-9.e+-]+)$`)
+
+// criCalls reads the agent's CRI call histogram from its /metrics.
+func criCalls(url string) []CRICall {
+	r, err := http.Get(url)
+	if err != nil {
+		return nil
+	}
+	defer r.Body.Close()
+	body, _ := io.ReadAll(r.Body)
+	by := map[string]*CRICall{}
+	for _, l := range strings.Split(string(body), "\n") {
+		m := criMetric.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		v, _ := strconv.ParseFloat(m[3], 64)
+		c := by[m[2]]
+		if c == nil {
+			c = &CRICall{Method: m[2]}
+			by[m[2]] = c
+		}
+		if m[1] == "sum" {
+			c.Sum = v
+		} else {
+			c.Count = v
+		}
+	}
+	var out []CRICall
+	for _, c := range by {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Sum > out[j].Sum })
+	return out
+}
+
+func load() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
+	return f
+}
+
+// cpuSeconds is the process's user plus system time (clock ticks of 100 Hz).
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseFloat(f[11], 64)
+	k, _ := strconv.ParseFloat(f[12], 64)
+	return (u + k) / 100
+}
+
+func rssMB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			kb, _ := strconv.ParseFloat(strings.Fields(l)[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// metric is one row of the table.
+type metric struct {
+	name string
+	unit string
+	get  func(r Result) Figure
+}
+
+var metrics = []metric{
+	{"first Running", "s", func(r Result) Figure { return r.First }},
+	{"median Running", "s", func(r Result) Figure { return r.Median }},
+	{"all Running", "s", func(r Result) Figure { return r.All }},
+	{"all stopped after delete", "s", func(r Result) Figure { return r.Stopped }},
+	{"deleted gone from /pods", "s", func(r Result) Figure { return r.Gone }},
+	{"agent CPU to start", "s", func(r Result) Figure { return r.CPUStart }},
+	{"agent CPU to stop", "s", func(r Result) Figure { return r.CPUStop }},
+	{"RSS idle", "MB", func(r Result) Figure { return r.RSSIdle }},
+	{"RSS all running", "MB", func(r Result) Figure { return r.RSSRun }},
+}
+
+// printTable writes, for each pod count, every metric of each agent round
+// by round with the 1-minute load average in brackets, and the
+// wasmlet/kubelet ratio of each round; then the CRI calls of the last
+// round.
+func printTable(w io.Writer, cfg Config, results []Result) {
+	find := func(agent string, n, round int) (Result, bool) {
+		for _, r := range results {
+			if r.Agent == agent && r.Pods == n && r.Round == round {
+				return r, true
+			}
+		}
+		return Result{}, false
+	}
+	fmt.Fprintf(w, "\nbench-node: %d round(s), figures per round as value [1-min load average]; ratio = wasmlet/kubelet\n", cfg.Rounds)
+	for _, n := range cfg.Pods {
+		fmt.Fprintf(w, "\n%d pod(s)\n", n)
+		fmt.Fprintf(w, "| %-28s | %-36s | %-36s | %-18s |\n", "", "kubelet", "wasmlet", "ratio")
+		fmt.Fprintf(w, "|%s|%s|%s|%s|\n", strings.Repeat("-", 30), strings.Repeat("-", 38), strings.Repeat("-", 38), strings.Repeat("-", 20))
+		for _, m := range metrics {
+			var k, wl, ratio []string
+			for round := 1; round <= cfg.Rounds; round++ {
+				kr, kok := find("kubelet", n, round)
+				wr, wok := find("wasmlet", n, round)
+				if kok {
+					k = append(k, fig(m.get(kr)))
+				}
+				if wok {
+					wl = append(wl, fig(m.get(wr)))
+				}
+				if kok && wok && m.get(kr).V > 0 {
+					ratio = append(ratio, fmt.Sprintf("%.2f", m.get(wr).V/m.get(kr).V))
+				}
+			}
+			fmt.Fprintf(w, "| %-28s | %-36s | %-36s | %-18s |\n", m.name+" ("+m.unit+")", strings.Join(k, ", "), strings.Join(wl, ", "), strings.Join(ratio, ", "))
+		}
+	}
+	fmt.Fprintf(w, "\nCRI calls while starting (round %d; from each agent's /metrics: wasmlet_cri_call_duration_seconds, kubelet_runtime_operations_duration_seconds)\n", cfg.Rounds)
+	for _, n := range cfg.Pods {
+		for _, agent := range cfg.Agents {
+			r, ok := find(agent, n, cfg.Rounds)
+			if !ok || len(r.CRI) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "%s, %d pod(s):", agent, n)
+			for _, c := range r.CRI {
+				if c.Count == 0 {
+					continue
+				}
+				fmt.Fprintf(w, " %s %.0f×%.0fms", c.Method, c.Count, 1000*c.Sum/c.Count)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	fmt.Fprintf(w, "\nwasmlet's pod start limit, once a second while starting (round %d)\n", cfg.Rounds)
+	for _, n := range cfg.Pods {
+		if r, ok := find("wasmlet", n, cfg.Rounds); ok && len(r.Limits) > 0 {
+			l := make([]string, len(r.Limits))
+			for i, v := range r.Limits {
+				l[i] = fmt.Sprintf("%.1f", v)
+			}
+			fmt.Fprintf(w, "%d pod(s): %s\n", n, strings.Join(l, " "))
+		}
+	}
+}
+
+func fig(f Figure) string {
+	v := fmt.Sprintf("%.2f", f.V)
+	if math.Abs(f.V) >= 10 {
+		v = fmt.Sprintf("%.1f", f.V)
+	}
+	return fmt.Sprintf("%s [%.1f]", v, f.Load)
+}
