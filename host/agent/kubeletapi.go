@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wasmlet/wasmlet/host/internal/kubeletapi"
+	"github.com/wasmlet/wasmlet/host/internal/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/stats"
 )
 
 // servesKubeletAPI reports whether the kubelet API is served: a port is
@@ -17,15 +20,21 @@ func (a *Agent) servesKubeletAPI() bool {
 	return a.cfg.Port > 0 && (a.cluster != nil || a.cfg.ClientCAFile != "" || a.cfg.AnonymousAuth)
 }
 
+// authorizationMode is the kubelet API's authorization mode: the
+// configured one, else Webhook with an API server and AlwaysAllow without.
+func (a *Agent) authorizationMode() string {
+	if a.cfg.AuthorizationMode != "" {
+		return a.cfg.AuthorizationMode
+	}
+	if a.cluster == nil {
+		return kubeletapi.AuthorizationAlwaysAllow
+	}
+	return kubeletapi.AuthorizationWebhook
+}
+
 // newKubeletAPI builds the kubelet API server for node.
 func (a *Agent) newKubeletAPI(node *v1.Node) (*kubeletapi.Server, error) {
-	mode := a.cfg.AuthorizationMode
-	if mode == "" {
-		mode = kubeletapi.AuthorizationWebhook
-		if a.cluster == nil {
-			mode = kubeletapi.AuthorizationAlwaysAllow
-		}
-	}
+	mode := a.authorizationMode()
 	var ips []string
 	for _, ad := range node.Status.Addresses {
 		if ad.Type == v1.NodeInternalIP {
@@ -46,5 +55,54 @@ func (a *Agent) newKubeletAPI(node *v1.Node) (*kubeletapi.Server, error) {
 		return nil, fmt.Errorf("agent: kubelet API: %w", err)
 	}
 	kubeletapi.RegisterStreaming(s, a.rt, a.pods.PodByName)
+	st := stats.New(stats.Config{NodeName: a.cfg.NodeName, Runtime: a.rt, RootDir: a.cfg.RootDir})
+	kubeletapi.RegisterNodeEndpoints(s, kubeletapi.NodeEndpoints{
+		Pods: a.statuses.Pods, RunningPods: a.runningPods, Config: a.configz,
+		Gatherer: a.gatherer, Summary: st.SummaryHandler(), ResourceMetrics: st.ResourceMetricsHandler(),
+	})
 	return s, nil
+}
+
+// runningPods are the pods the runtime has, each with its running
+// containers (name only), as the kubelet's /runningpods.
+func (a *Agent) runningPods(ctx context.Context) ([]v1.Pod, error) {
+	pods, err := a.rt.GetPods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []v1.Pod
+	for _, p := range pods {
+		vp := v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID}}
+		for _, o := range p.Objects {
+			if !o.Sandbox && o.State == runtime.StateRunning {
+				vp.Spec.Containers = append(vp.Spec.Containers, v1.Container{Name: o.Name})
+			}
+		}
+		if len(vp.Spec.Containers) > 0 {
+			out = append(out, vp)
+		}
+	}
+	return out, nil
+}
+
+// configz is the agent's configuration in the KubeletConfiguration's
+// field names, for /configz.
+func (a *Agent) configz() any {
+	c := a.cfg
+	return map[string]any{
+		"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1",
+		"staticPodPath": c.StaticPodPath, "fileCheckFrequency": c.FileCheckFrequency.String(),
+		"clusterDomain": c.ClusterDomain, "containerRuntimeEndpoint": c.RuntimeEndpoint,
+		"imageServiceEndpoint": c.ImageEndpoint, "runtimeRequestTimeout": c.RuntimeRequestTimeout.String(),
+		"rootDir": c.RootDir, "podLogsDir": c.PodLogsDir, "syncFrequency": c.SyncFrequency.String(),
+		"housekeepingInterval": c.HousekeepingInterval.String(), "maxPods": c.MaxPods,
+		"address": c.SecureAddress, "port": c.Port, "readOnlyPort": c.ReadOnlyPort,
+		"tlsCertFile": c.TLSCertFile, "tlsPrivateKeyFile": c.TLSPrivateKeyFile,
+		"authentication": map[string]any{
+			"x509":      map[string]any{"clientCAFile": c.ClientCAFile},
+			"webhook":   map[string]any{"enabled": a.cluster != nil},
+			"anonymous": map[string]any{"enabled": c.AnonymousAuth},
+		},
+		"authorization": map[string]any{"mode": a.authorizationMode()},
+	}
 }

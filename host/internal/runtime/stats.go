@@ -1,0 +1,87 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// RuntimeStats is the runtime's side of the node's stats summary: the
+// managed sandboxes and containers with the CRI stats the runtime keeps.
+type RuntimeStats struct {
+	// Sandboxes are the managed pod sandboxes (ready or not).
+	Sandboxes []*runtimeapi.PodSandbox
+	// Containers are the managed containers (running or not).
+	Containers []*runtimeapi.Container
+	// ContainerStats are the running managed containers' stats, by
+	// container ID; empty when the runtime keeps none (the embedded WASI
+	// runtime).
+	ContainerStats map[string]*runtimeapi.ContainerStats
+	// SandboxStats are the sandboxes' stats, by sandbox ID; nil when the
+	// runtime does not answer ListPodSandboxStats (containerd before 1.7).
+	SandboxStats map[string]*runtimeapi.PodSandboxStats
+}
+
+// Stats lists the managed sandboxes and containers and their CRI stats. A
+// runtime that does not implement the stats calls (gRPC Unimplemented)
+// leaves those maps empty; any other error fails the call.
+func (m *Manager) Stats(ctx context.Context) (*RuntimeStats, error) {
+	sel := map[string]string{LabelManaged: "true"}
+	var s RuntimeStats
+	var err error
+	if s.Sandboxes, err = m.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel}); err != nil {
+		return nil, fmt.Errorf("runtime: list sandboxes: %w", err)
+	}
+	if s.Containers, err = m.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel}); err != nil {
+		return nil, fmt.Errorf("runtime: list containers: %w", err)
+	}
+	cs, err := m.rs.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: sel})
+	if err != nil && grpcstatus.Code(err) != codes.Unimplemented {
+		return nil, fmt.Errorf("runtime: container stats: %w", err)
+	}
+	s.ContainerStats = make(map[string]*runtimeapi.ContainerStats, len(cs))
+	for _, c := range cs {
+		if c.GetAttributes() != nil {
+			s.ContainerStats[c.Attributes.Id] = c
+		}
+	}
+	ss, err := m.rs.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{LabelSelector: sel})
+	switch {
+	case grpcstatus.Code(err) == codes.Unimplemented:
+	case err != nil:
+		return nil, fmt.Errorf("runtime: sandbox stats: %w", err)
+	default:
+		s.SandboxStats = make(map[string]*runtimeapi.PodSandboxStats, len(ss))
+		for _, x := range ss {
+			if x.GetAttributes() != nil {
+				s.SandboxStats[x.Attributes.Id] = x
+			}
+		}
+	}
+	return &s, nil
+}
+
+// SandboxPID is the process ID of a sandbox's pause process, from the
+// runtime's verbose sandbox status (containerd's "info.pid"); 0 when the
+// runtime does not tell it. Its /proc/<pid>/net/dev is the pod's network.
+func (m *Manager) SandboxPID(ctx context.Context, sandboxID string) (int, error) {
+	resp, err := m.rs.PodSandboxStatus(ctx, sandboxID, true)
+	if err != nil {
+		return 0, fmt.Errorf("runtime: status of sandbox %s: %w", sandboxID, err)
+	}
+	raw, ok := resp.GetInfo()["info"]
+	if !ok {
+		return 0, nil
+	}
+	var info struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(raw), &info); err != nil {
+		return 0, fmt.Errorf("runtime: verbose status of sandbox %s: %w", sandboxID, err)
+	}
+	return info.PID, nil
+}
