@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -68,16 +69,89 @@ type fileConfig struct {
 	LogLevel                 *string          `json:"logLevel,omitempty"`
 	LogJSON                  *bool            `json:"logJSON,omitempty"`
 
-	KubeConfig                *string          `json:"kubeconfig,omitempty"`
-	SecureAddress             *string          `json:"secureAddress,omitempty"`
-	Port                      *int             `json:"port,omitempty"`
-	TLSCertFile               *string          `json:"tlsCertFile,omitempty"`
-	TLSPrivateKeyFile         *string          `json:"tlsPrivateKeyFile,omitempty"`
-	ClientCAFile              *string          `json:"clientCAFile,omitempty"`
-	AnonymousAuth             *bool            `json:"anonymousAuth,omitempty"`
-	AuthorizationMode         *string          `json:"authorizationMode,omitempty"`
-	NodeStatusUpdateFrequency *metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
-	NodeStatusReportFrequency *metav1.Duration `json:"nodeStatusReportFrequency,omitempty"`
+	KubeConfig        *string `json:"kubeconfig,omitempty"`
+	SecureAddress     *string `json:"secureAddress,omitempty"`
+	Port              *int    `json:"port,omitempty"`
+	TLSCertFile       *string `json:"tlsCertFile,omitempty"`
+	TLSPrivateKeyFile *string `json:"tlsPrivateKeyFile,omitempty"`
+	ClientCAFile      *string `json:"clientCAFile,omitempty"`
+	AnonymousAuth     *bool   `json:"anonymousAuth,omitempty"`
+	AuthorizationMode *string `json:"authorizationMode,omitempty"`
+	// Authentication and Authorization are the kubelet API's settings in
+	// the KubeletConfiguration's shape (the flat clientCAFile,
+	// anonymousAuth and authorizationMode are the same settings; a block
+	// and its flat field may not both be given).
+	Authentication            *fileAuthentication `json:"authentication,omitempty"`
+	Authorization             *fileAuthorization  `json:"authorization,omitempty"`
+	NodeStatusUpdateFrequency *metav1.Duration    `json:"nodeStatusUpdateFrequency,omitempty"`
+	NodeStatusReportFrequency *metav1.Duration    `json:"nodeStatusReportFrequency,omitempty"`
+}
+
+// fileAuthentication is KubeletConfiguration's authentication block.
+type fileAuthentication struct {
+	X509 *struct {
+		ClientCAFile *string `json:"clientCAFile,omitempty"`
+	} `json:"x509,omitempty"`
+	Webhook *struct {
+		Enabled  *bool            `json:"enabled,omitempty"`
+		CacheTTL *metav1.Duration `json:"cacheTTL,omitempty"`
+	} `json:"webhook,omitempty"`
+	Anonymous *struct {
+		Enabled *bool `json:"enabled,omitempty"`
+	} `json:"anonymous,omitempty"`
+}
+
+// fileAuthorization is KubeletConfiguration's authorization block.
+type fileAuthorization struct {
+	Mode    *string `json:"mode,omitempty"`
+	Webhook *struct {
+		CacheAuthorizedTTL   *metav1.Duration `json:"cacheAuthorizedTTL,omitempty"`
+		CacheUnauthorizedTTL *metav1.Duration `json:"cacheUnauthorizedTTL,omitempty"`
+	} `json:"webhook,omitempty"`
+}
+
+// applyAuth sets cfg from the authentication and authorization blocks; a
+// setting given both there and in its flat field is an error naming both.
+func (f *fileConfig) applyAuth(cfg *agent.Config) error {
+	both := func(block, flat string, v any) error {
+		if !reflect.ValueOf(v).IsNil() {
+			return fmt.Errorf("%s and %s are the same setting: give one", block, flat)
+		}
+		return nil
+	}
+	if a := f.Authentication; a != nil {
+		if a.X509 != nil && a.X509.ClientCAFile != nil {
+			if err := both("authentication.x509.clientCAFile", "clientCAFile", f.ClientCAFile); err != nil {
+				return err
+			}
+			cfg.ClientCAFile = *a.X509.ClientCAFile
+		}
+		if a.Anonymous != nil && a.Anonymous.Enabled != nil {
+			if err := both("authentication.anonymous.enabled", "anonymousAuth", f.AnonymousAuth); err != nil {
+				return err
+			}
+			cfg.AnonymousAuth = *a.Anonymous.Enabled
+		}
+		if w := a.Webhook; w != nil {
+			if w.Enabled != nil {
+				cfg.NoTokenReview = !*w.Enabled
+			}
+			setDuration(&cfg.TokenCacheTTL, w.CacheTTL)
+		}
+	}
+	if a := f.Authorization; a != nil {
+		if a.Mode != nil {
+			if err := both("authorization.mode", "authorizationMode", f.AuthorizationMode); err != nil {
+				return err
+			}
+			cfg.AuthorizationMode = *a.Mode
+		}
+		if w := a.Webhook; w != nil {
+			setDuration(&cfg.AuthorizedCacheTTL, w.CacheAuthorizedTTL)
+			setDuration(&cfg.UnauthorizedCacheTTL, w.CacheUnauthorizedTTL)
+		}
+	}
+	return nil
 }
 
 // logOptions are the settings of `wasmlet run` that are not agent.Config's.
@@ -245,7 +319,7 @@ func applyConfigFile(path string, cfg *agent.Config, lo *logOptions) error {
 	if f.LogJSON != nil {
 		lo.JSON = *f.LogJSON
 	}
-	return nil
+	return f.applyAuth(cfg)
 }
 
 func setString(dst *string, v *string) {
@@ -271,6 +345,14 @@ func validateRunConfig(c agent.Config, lo logOptions) error {
 	} {
 		if d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, not %v", name, d))
+		}
+	}
+	for name, d := range map[string]time.Duration{
+		"authentication.webhook.cacheTTL": c.TokenCacheTTL, "authorization.webhook.cacheAuthorizedTTL": c.AuthorizedCacheTTL,
+		"authorization.webhook.cacheUnauthorizedTTL": c.UnauthorizedCacheTTL,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative, not %v", name, d))
 		}
 	}
 	if c.MaxPods <= 0 {

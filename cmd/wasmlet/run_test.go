@@ -68,6 +68,19 @@ cgroupRoot: /wasmlet
 	typo := writeFile(t, dir, "typo.yaml", "kind: WasmletConfiguration\nstaticPodPaht: /x\n")
 	wrongKind := writeFile(t, dir, "kind.yaml", "kind: KubeletConfiguration\n")
 	badDuration := writeFile(t, dir, "dur.yaml", "kind: WasmletConfiguration\nsyncFrequency: soon\n")
+	auth := writeFile(t, dir, "auth.yaml", `kind: WasmletConfiguration
+authentication:
+  x509: {clientCAFile: /etc/kubernetes/pki/ca.crt}
+  webhook: {enabled: false, cacheTTL: 30s}
+  anonymous: {enabled: true}
+authorization:
+  mode: AlwaysAllow
+  webhook: {cacheAuthorizedTTL: 1m, cacheUnauthorizedTTL: 5s}
+`)
+	authTwice := writeFile(t, dir, "twice.yaml", "kind: WasmletConfiguration\nclientCAFile: /a\nauthentication: {x509: {clientCAFile: /b}}\n")
+	authTypo := writeFile(t, dir, "authtypo.yaml", "kind: WasmletConfiguration\nauthorization: {mdoe: Webhook}\n")
+	authBadMode := writeFile(t, dir, "authmode.yaml", "kind: WasmletConfiguration\nauthorization: {mode: RBAC}\n")
+	authNegative := writeFile(t, dir, "authneg.yaml", "kind: WasmletConfiguration\nauthentication: {webhook: {cacheTTL: -1s}}\n")
 
 	d := agent.Defaults()
 	tests := []struct {
@@ -125,6 +138,23 @@ cgroupRoot: /wasmlet
 			}
 			return ""
 		}, ""},
+		{"authentication and authorization blocks", []string{"--config", auth}, func(c agent.Config, _ logOptions) string {
+			if c.ClientCAFile != "/etc/kubernetes/pki/ca.crt" || !c.NoTokenReview || c.TokenCacheTTL != 30*time.Second || !c.AnonymousAuth ||
+				c.AuthorizationMode != "AlwaysAllow" || c.AuthorizedCacheTTL != time.Minute || c.UnauthorizedCacheTTL != 5*time.Second {
+				return fmt.Sprintf("%+v", c)
+			}
+			return ""
+		}, ""},
+		{"flags override the blocks", []string{"--config", auth, "--client-ca-file=/f", "--anonymous-auth=false", "--authorization-mode=Webhook"}, func(c agent.Config, _ logOptions) string {
+			if c.ClientCAFile != "/f" || c.AnonymousAuth || c.AuthorizationMode != "Webhook" || !c.NoTokenReview {
+				return fmt.Sprintf("%+v", c)
+			}
+			return ""
+		}, ""},
+		{"a block and its flat field", []string{"--config", authTwice}, nil, "authentication.x509.clientCAFile and clientCAFile"},
+		{"unknown field in a block", []string{"--config", authTypo}, nil, "mdoe"},
+		{"bad mode in a block", []string{"--config", authBadMode}, nil, `authorization-mode "RBAC"`},
+		{"negative cache TTL", []string{"--config", authNegative}, nil, "authentication.webhook.cacheTTL must not be negative"},
 		{"unknown field", []string{"--config", typo}, nil, "staticPodPaht"},
 		{"wrong kind", []string{"--config", wrongKind}, nil, `kind is "KubeletConfiguration"`},
 		{"bad duration", []string{"--config", badDuration}, nil, "dur.yaml"},

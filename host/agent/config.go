@@ -100,6 +100,14 @@ type Config struct {
 	// AuthorizationMode is "Webhook" (SubjectAccessReview, the default
 	// with KubeConfig) or "AlwaysAllow" (the default standalone).
 	AuthorizationMode string
+	// NoTokenReview turns the kubelet API's bearer-token (TokenReview)
+	// authentication off, leaving x509 and anonymous.
+	NoTokenReview bool
+	// TokenCacheTTL, AuthorizedCacheTTL and UnauthorizedCacheTTL are how
+	// long the kubelet API caches TokenReview answers and
+	// SubjectAccessReview allows and denials; 0 means the kubelet's
+	// defaults (2 min, 5 min, 30 s).
+	TokenCacheTTL, AuthorizedCacheTTL, UnauthorizedCacheTTL time.Duration
 	// KubeConfig is a kubeconfig file with the node's credentials: with it
 	// the agent joins the cluster (API pod source, Node and Lease, pod status,
 	// mirror pods, events); empty runs standalone.

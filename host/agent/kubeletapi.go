@@ -46,6 +46,8 @@ func (a *Agent) newKubeletAPI(node *v1.Node) (*kubeletapi.Server, error) {
 		TLSCertFile: a.cfg.TLSCertFile, TLSKeyFile: a.cfg.TLSPrivateKeyFile, CertDir: filepath.Join(a.cfg.RootDir, "pki"),
 		NodeName: a.cfg.NodeName, NodeIPs: ips,
 		ClientCAFile: a.cfg.ClientCAFile, Client: a.cluster.Client(), Anonymous: a.cfg.AnonymousAuth, Authorization: mode,
+		NoTokenReview: a.cfg.NoTokenReview,
+		Caches:        kubeletapi.CacheTTLs{Token: a.cfg.TokenCacheTTL, Authorized: a.cfg.AuthorizedCacheTTL, Unauthorized: a.cfg.UnauthorizedCacheTTL},
 		Logs: kubeletapi.PodLogs(a.pods.PodByName, func(ctx context.Context, p *v1.Pod, c string, previous bool) (string, func() bool, error) {
 			return a.rt.LogFile(ctx, p, c, previous)
 		}),
@@ -100,9 +102,10 @@ func (a *Agent) configz() any {
 		"tlsCertFile": c.TLSCertFile, "tlsPrivateKeyFile": c.TLSPrivateKeyFile,
 		"authentication": map[string]any{
 			"x509":      map[string]any{"clientCAFile": c.ClientCAFile},
-			"webhook":   map[string]any{"enabled": a.cluster != nil},
+			"webhook":   map[string]any{"enabled": a.cluster != nil && !c.NoTokenReview, "cacheTTL": c.TokenCacheTTL.String()},
 			"anonymous": map[string]any{"enabled": c.AnonymousAuth},
 		},
-		"authorization": map[string]any{"mode": a.authorizationMode()},
+		"authorization": map[string]any{"mode": a.authorizationMode(), "webhook": map[string]any{
+			"cacheAuthorizedTTL": c.AuthorizedCacheTTL.String(), "cacheUnauthorizedTTL": c.UnauthorizedCacheTTL.String()}},
 	}
 }

@@ -37,11 +37,12 @@ func webhookRetryBackoff() *wait.Backoff {
 
 // newAuthenticator builds the kubelet's request authenticator: x509 client
 // certificates verified against clientCA (when not nil), bearer tokens by
-// TokenReview through client (when not nil), then anonymous (when enabled).
-func newAuthenticator(clientCA dynamiccertificates.CAContentProvider, client kubernetes.Interface, anonymous bool) (authenticator.Request, error) {
+// TokenReview through client (when not nil), cached for ttl, then anonymous
+// (when enabled).
+func newAuthenticator(clientCA dynamiccertificates.CAContentProvider, client kubernetes.Interface, ttl time.Duration, anonymous bool) (authenticator.Request, error) {
 	c := authenticatorfactory.DelegatingAuthenticatorConfig{
 		Anonymous:                          &apiserver.AnonymousAuthConfig{Enabled: anonymous},
-		CacheTTL:                           tokenCacheTTL,
+		CacheTTL:                           ttl,
 		ClientCertificateCAContentProvider: clientCA,
 	}
 	if !isNil(client) {
@@ -56,8 +57,8 @@ func newAuthenticator(clientCA dynamiccertificates.CAContentProvider, client kub
 }
 
 // newAuthorizer builds the authorizer of mode: SubjectAccessReview through
-// client, cached, or AlwaysAllow.
-func newAuthorizer(mode string, client kubernetes.Interface) (authorizer.Authorizer, error) {
+// client, cached for ttls, or AlwaysAllow.
+func newAuthorizer(mode string, client kubernetes.Interface, ttls CacheTTLs) (authorizer.Authorizer, error) {
 	switch mode {
 	case AuthorizationAlwaysAllow:
 		return authorizerfactory.NewAlwaysAllowAuthorizer(), nil
@@ -67,8 +68,8 @@ func newAuthorizer(mode string, client kubernetes.Interface) (authorizer.Authori
 		}
 		c := authorizerfactory.DelegatingAuthorizerConfig{
 			SubjectAccessReviewClient: client.AuthorizationV1(),
-			AllowCacheTTL:             authorizedCacheTTL,
-			DenyCacheTTL:              deniedCacheTTL,
+			AllowCacheTTL:             ttls.Authorized,
+			DenyCacheTTL:              ttls.Unauthorized,
 			WebhookRetryBackoff:       webhookRetryBackoff(),
 		}
 		a, err := c.New()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"k8s.io/client-go/kubernetes"
@@ -63,6 +64,11 @@ type Config struct {
 	Anonymous bool
 	// Authorization is "Webhook" (the default) or "AlwaysAllow".
 	Authorization string
+	// NoTokenReview turns bearer-token authentication off even with a
+	// Client (KubeletConfiguration authentication.webhook.enabled: false).
+	NoTokenReview bool
+	// Caches are the lifetimes of the webhook decisions.
+	Caches CacheTTLs
 
 	// Logs finds container log files for /containerLogs; nil leaves the
 	// endpoint out.
@@ -70,6 +76,32 @@ type Config struct {
 	// Logger receives start and stop at info, each request at debug; nil
 	// discards.
 	Logger hclog.Logger
+}
+
+// CacheTTLs are how long the webhook answers are cached (the
+// KubeletConfiguration's authentication.webhook.cacheTTL and
+// authorization.webhook.cacheAuthorizedTTL / cacheUnauthorizedTTL); a zero
+// field means the kubelet's default: 2 min, 5 min, 30 s.
+type CacheTTLs struct {
+	// Token is the lifetime of a TokenReview answer.
+	Token time.Duration
+	// Authorized and Unauthorized are the lifetimes of a
+	// SubjectAccessReview's allow and deny.
+	Authorized, Unauthorized time.Duration
+}
+
+// withDefaults fills the zero lifetimes with the kubelet's defaults.
+func (c CacheTTLs) withDefaults() CacheTTLs {
+	if c.Token == 0 {
+		c.Token = tokenCacheTTL
+	}
+	if c.Authorized == 0 {
+		c.Authorized = authorizedCacheTTL
+	}
+	if c.Unauthorized == 0 {
+		c.Unauthorized = deniedCacheTTL
+	}
+	return c
 }
 
 // Logs finds a container's CRI log file.

@@ -68,11 +68,16 @@ func newServer(cfg Config, opts options) (*Server, error) {
 		ca = clientCA
 	}
 	var err error
-	if s.authn, err = newAuthenticator(ca, cfg.Client, cfg.Anonymous); err != nil {
+	cfg.Caches = cfg.Caches.withDefaults()
+	tokens := cfg.Client
+	if cfg.NoTokenReview {
+		tokens = nil
+	}
+	if s.authn, err = newAuthenticator(ca, tokens, cfg.Caches.Token, cfg.Anonymous); err != nil {
 		return nil, fmt.Errorf("kubelet API: %w", err)
 	}
 	if s.authz = opts.authorizer; s.authz == nil {
-		if s.authz, err = newAuthorizer(cfg.Authorization, cfg.Client); err != nil {
+		if s.authz, err = newAuthorizer(cfg.Authorization, cfg.Client, cfg.Caches); err != nil {
 			return nil, fmt.Errorf("kubelet API: %w", err)
 		}
 	}
