@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -66,6 +67,8 @@ type fileConfig struct {
 	MaxPods                  *int             `json:"maxPods,omitempty"`
 	Address                  *string          `json:"address,omitempty"`
 	ReadOnlyPort             *int             `json:"readOnlyPort,omitempty"`
+	ContainerLogMaxSize      *string          `json:"containerLogMaxSize,omitempty"`
+	ContainerLogMaxFiles     *int             `json:"containerLogMaxFiles,omitempty"`
 	LogLevel                 *string          `json:"logLevel,omitempty"`
 	LogJSON                  *bool            `json:"logJSON,omitempty"`
 
@@ -154,6 +157,27 @@ func (f *fileConfig) applyAuth(cfg *agent.Config) error {
 	return nil
 }
 
+// sizeFlag is a size in bytes given as a Kubernetes quantity ("10Mi").
+type sizeFlag int64
+
+// String implements flag.Value.
+func (s *sizeFlag) String() string {
+	if s == nil {
+		return ""
+	}
+	return resource.NewQuantity(int64(*s), resource.BinarySI).String()
+}
+
+// Set implements flag.Value.
+func (s *sizeFlag) Set(v string) error {
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a quantity such as 10Mi: %w", v, err)
+	}
+	*s = sizeFlag(q.Value())
+	return nil
+}
+
 // logOptions are the settings of `wasmlet run` that are not agent.Config's.
 type logOptions struct {
 	Level string
@@ -198,6 +222,8 @@ func runFlags(c *agent.Config, lo *logOptions, configFile *string) *flag.FlagSet
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "the most pods this node admits")
 	fs.StringVar(&c.Address, "address", c.Address, "listen address of the read-only server")
 	fs.IntVar(&c.ReadOnlyPort, "read-only-port", c.ReadOnlyPort, "port of the read-only server (/healthz, /pods, /metrics); 0 disables it")
+	fs.Var((*sizeFlag)(&c.ContainerLogMaxSize), "container-log-max-size", "size (a quantity: 10Mi) over which a running container's log is rotated")
+	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "most files a container's log spans, the live one included (at least 2)")
 	fs.StringVar(&c.KubeConfig, "kubeconfig", c.KubeConfig, "kubeconfig with this node's credentials: join the cluster (API pod source, Node + Lease, pod status, mirror pods, events); empty runs standalone")
 	fs.StringVar(&c.SecureAddress, "secure-address", c.SecureAddress, "listen address of the kubelet API (default: all addresses)")
 	fs.IntVar(&c.Port, "port", c.Port, "port of the kubelet API (TLS: /containerLogs, /healthz), served with --kubeconfig or --client-ca-file; 0 disables it")
@@ -316,6 +342,14 @@ func applyConfigFile(path string, cfg *agent.Config, lo *logOptions) error {
 	if f.ReadOnlyPort != nil {
 		cfg.ReadOnlyPort = *f.ReadOnlyPort
 	}
+	if f.ContainerLogMaxSize != nil {
+		if err := (*sizeFlag)(&cfg.ContainerLogMaxSize).Set(*f.ContainerLogMaxSize); err != nil {
+			return fmt.Errorf("containerLogMaxSize: %w", err)
+		}
+	}
+	if f.ContainerLogMaxFiles != nil {
+		cfg.ContainerLogMaxFiles = *f.ContainerLogMaxFiles
+	}
 	if f.LogJSON != nil {
 		lo.JSON = *f.LogJSON
 	}
@@ -357,6 +391,12 @@ func validateRunConfig(c agent.Config, lo logOptions) error {
 	}
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("max-pods must be positive, not %d", c.MaxPods))
+	}
+	if c.ContainerLogMaxSize <= 0 {
+		errs = append(errs, fmt.Errorf("container-log-max-size must be positive, not %d", c.ContainerLogMaxSize))
+	}
+	if c.ContainerLogMaxFiles < 2 {
+		errs = append(errs, fmt.Errorf("container-log-max-files must be at least 2, not %d", c.ContainerLogMaxFiles))
 	}
 	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {
 		errs = append(errs, fmt.Errorf("read-only-port %d is not a port", c.ReadOnlyPort))

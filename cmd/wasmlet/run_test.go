@@ -63,6 +63,8 @@ resolvConf: /etc/wasmlet/resolv.conf
 cgroupsPerQOS: false
 cgroupDriver: systemd
 cgroupRoot: /wasmlet
+containerLogMaxSize: 1Mi
+containerLogMaxFiles: 3
 `)
 	readOnlyOff := writeFile(t, dir, "off.yaml", "kind: WasmletConfiguration\nreadOnlyPort: 0\n")
 	typo := writeFile(t, dir, "typo.yaml", "kind: WasmletConfiguration\nstaticPodPaht: /x\n")
@@ -120,7 +122,8 @@ authorization:
 				HousekeepingInterval: 3 * time.Second, PLEGRelistPeriod: 500 * time.Millisecond, MaxPods: 50, Address: "0.0.0.0", ReadOnlyPort: 10256,
 				KubeConfig: "/etc/wasmlet/node.kubeconfig", KubeAPIQPS: d.KubeAPIQPS, KubeAPIBurst: d.KubeAPIBurst,
 				NodeStatusUpdateFrequency: 20 * time.Second, NodeStatusReportFrequency: time.Minute,
-				ClusterDNS: []string{"10.96.0.10"}, ResolvConf: "/etc/wasmlet/resolv.conf", CgroupDriver: "systemd", CgroupRoot: "/wasmlet"}
+				ClusterDNS: []string{"10.96.0.10"}, ResolvConf: "/etc/wasmlet/resolv.conf", CgroupDriver: "systemd", CgroupRoot: "/wasmlet",
+				ContainerLogMaxSize: 1 << 20, ContainerLogMaxFiles: 3}
 			if fmt.Sprint(c) != fmt.Sprint(want) || lo.Level != "debug" || !lo.JSON {
 				return fmt.Sprintf("%+v %+v", c, lo)
 			}
@@ -155,6 +158,16 @@ authorization:
 		{"unknown field in a block", []string{"--config", authTypo}, nil, "mdoe"},
 		{"bad mode in a block", []string{"--config", authBadMode}, nil, `authorization-mode "RBAC"`},
 		{"negative cache TTL", []string{"--config", authNegative}, nil, "authentication.webhook.cacheTTL must not be negative"},
+		{"log rotation flags", []string{"--container-log-max-size=500Ki", "--container-log-max-files=2"}, func(c agent.Config, _ logOptions) string {
+			if c.ContainerLogMaxSize != 500<<10 || c.ContainerLogMaxFiles != 2 {
+				return fmt.Sprintf("%+v", c)
+			}
+			return ""
+		}, ""},
+		{"bad log size", []string{"--container-log-max-size=big"}, nil, `"big" is not a quantity`},
+		{"zero log size", []string{"--container-log-max-size=0"}, nil, "container-log-max-size must be positive"},
+		{"one log file", []string{"--container-log-max-files=1"}, nil, "container-log-max-files must be at least 2, not 1"},
+		{"bad log size in the file", []string{"--config", writeFile(t, dir, "logsize.yaml", "kind: WasmletConfiguration\ncontainerLogMaxSize: lots\n")}, nil, "containerLogMaxSize"},
 		{"unknown field", []string{"--config", typo}, nil, "staticPodPaht"},
 		{"wrong kind", []string{"--config", wrongKind}, nil, `kind is "KubeletConfiguration"`},
 		{"bad duration", []string{"--config", badDuration}, nil, "dur.yaml"},

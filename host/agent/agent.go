@@ -23,6 +23,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/crimetrics"
 	"github.com/wasmlet/wasmlet/host/internal/dns"
 	"github.com/wasmlet/wasmlet/host/internal/housekeeping"
+	"github.com/wasmlet/wasmlet/host/internal/logrotate"
 	"github.com/wasmlet/wasmlet/host/internal/node"
 	"github.com/wasmlet/wasmlet/host/internal/pacer"
 	"github.com/wasmlet/wasmlet/host/internal/pleg"
@@ -212,6 +213,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.built.Store(true)
 	defer cleaner.Wait()
+	rot, err := logrotate.New(logrotate.Config{Runtime: a.rt, MaxSize: a.cfg.ContainerLogMaxSize, MaxFiles: a.cfg.ContainerLogMaxFiles, Logger: a.log.Named("logrotate")})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 
 	if a.servesKubeletAPI() {
 		api, err := a.newKubeletAPI(a.node.Load())
@@ -236,6 +241,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		spawn("pod data", run)
 	}
 	spawn("pleg", a.pleg.Run)
+	spawn("container log rotation", rot.Run)
 	spawn("pod config", func(ctx context.Context) error { a.podConfig.Run(ctx); return nil })
 	defer workers.Stop()
 	defer a.probes.Stop()

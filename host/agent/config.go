@@ -8,6 +8,8 @@ package agent
 import (
 	"time"
 
+	"github.com/wasmlet/wasmlet/host/internal/logrotate"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -103,6 +105,12 @@ type Config struct {
 	// NoTokenReview turns the kubelet API's bearer-token (TokenReview)
 	// authentication off, leaving x509 and anonymous.
 	NoTokenReview bool
+	// ContainerLogMaxSize is the size in bytes over which a running
+	// container's log is rotated, ContainerLogMaxFiles how many files its
+	// log may span (at least 2), as the kubelet's containerLogMaxSize and
+	// containerLogMaxFiles.
+	ContainerLogMaxSize  int64
+	ContainerLogMaxFiles int
 	// TokenCacheTTL, AuthorizedCacheTTL and UnauthorizedCacheTTL are how
 	// long the kubelet API caches TokenReview answers and
 	// SubjectAccessReview allows and denials; 0 means the kubelet's
@@ -147,6 +155,8 @@ func Defaults() Config {
 		Address:               "127.0.0.1",
 		ReadOnlyPort:          10255,
 		Port:                  10250,
+		ContainerLogMaxSize:   logrotate.DefaultMaxSize,
+		ContainerLogMaxFiles:  logrotate.DefaultMaxFiles,
 
 		KubeAPIQPS:                50,
 		KubeAPIBurst:              100,

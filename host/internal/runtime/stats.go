@@ -22,13 +22,18 @@ type RuntimeStats struct {
 	// runtime).
 	ContainerStats map[string]*runtimeapi.ContainerStats
 	// SandboxStats are the sandboxes' stats, by sandbox ID; nil when the
-	// runtime does not answer ListPodSandboxStats (containerd before 1.7).
+	// runtime does not answer ListPodSandboxStats (containerd 1.6 fails it
+	// for a sandbox without a cgroup of its own; the embedded runtime does
+	// not implement it), and then pods are summed from their containers.
 	SandboxStats map[string]*runtimeapi.PodSandboxStats
+	// SandboxStatsErr is why SandboxStats is nil, if the runtime said.
+	SandboxStatsErr error
 }
 
 // Stats lists the managed sandboxes and containers and their CRI stats. A
-// runtime that does not implement the stats calls (gRPC Unimplemented)
-// leaves those maps empty; any other error fails the call.
+// runtime that does not implement ListContainerStats (gRPC Unimplemented)
+// leaves ContainerStats empty, any other error of it fails the call; an
+// error of ListPodSandboxStats leaves SandboxStats nil.
 func (m *Manager) Stats(ctx context.Context) (*RuntimeStats, error) {
 	sel := map[string]string{LabelManaged: "true"}
 	var s RuntimeStats
@@ -50,11 +55,9 @@ func (m *Manager) Stats(ctx context.Context) (*RuntimeStats, error) {
 		}
 	}
 	ss, err := m.rs.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{LabelSelector: sel})
-	switch {
-	case grpcstatus.Code(err) == codes.Unimplemented:
-	case err != nil:
-		return nil, fmt.Errorf("runtime: sandbox stats: %w", err)
-	default:
+	if err != nil {
+		s.SandboxStatsErr = fmt.Errorf("runtime: sandbox stats: %w", err)
+	} else {
 		s.SandboxStats = make(map[string]*runtimeapi.PodSandboxStats, len(ss))
 		for _, x := range ss {
 			if x.GetAttributes() != nil {
