@@ -174,24 +174,7 @@ run_node() {
 			--port "$kubelet_port" --client-ca-file "$d/cp/pki/ca.crt" --cluster-domain cluster.local >"$d/node.log" 2>&1 &
 		;;
 	kubelet)
-		cat >"$d/kubelet.yaml" <<KC
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-containerRuntimeEndpoint: $ep
-failCgroupV1: false
-cgroupDriver: cgroupfs
-oomScoreAdj: 0
-failSwapOn: false
-makeIPTablesUtilChains: false
-evictionHard: {memory.available: "1Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
-authentication: {anonymous: {enabled: false}, webhook: {enabled: true}, x509: {clientCAFile: $d/cp/pki/ca.crt}}
-authorization: {mode: Webhook}
-address: $nodeip
-port: $kubelet_port
-readOnlyPort: 0
-clusterDomain: cluster.local
-podLogsDir: $d/logs
-KC
+		{ e2e_kubelet_config "$ep" "$d/cp/pki/ca.crt" "$nodeip" "$kubelet_port" "$d/logs"; echo "clusterDomain: cluster.local"; } >"$d/kubelet.yaml"
 		"$bin_kubelet" --config "$d/kubelet.yaml" --kubeconfig "$kc" --hostname-override "$nodename" \
 			--node-ip "$nodeip" --root-dir "$d/root" --cert-dir "$d/root/pki" >"$d/node.log" 2>&1 &
 		;;

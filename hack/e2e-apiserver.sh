@@ -11,7 +11,8 @@
 #      a private containerd (hack/containerd/up.sh) with the testbox and
 #      pause images;
 #   3. runs the suite: wasmlet with the NODE certificate, checks through an
-#      admin client;
+#      admin client and a real kubectl (hack/kube/build.sh kubectl; the
+#      busybox image gives the kubectl cases a shell on containerd);
 #   4. tears everything down from a trap.
 # Tool and image builds, runtimes and the trap are shared with hack/e2e.sh
 # (hack/lib/e2e.sh).
@@ -41,6 +42,7 @@ e2e_cleanup_more() {
 log "kube-apiserver and kube-controller-manager (cached by version)"
 kas=$(hack/kube/build.sh kube-apiserver)
 hack/kube/build.sh kube-controller-manager >/dev/null
+kubectl=$(hack/kube/build.sh kubectl)
 log "building bin/wasmlet, tools and the suite"
 e2e_tools
 go test -c -tags e2e_apiserver -o "$out/bin/e2eapi.test" ./cmd/wasmlet/e2eapi
@@ -56,7 +58,7 @@ suite() { # RUNTIME ENDPOINT
   mkdir -p "$base/$rt"
   (cd cmd/wasmlet/e2eapi && "$out/bin/e2eapi.test" -test.v -test.count=1 -test.timeout "${E2E_TIMEOUT:-20m}" \
     ${E2E_RUN:+-test.run "$E2E_RUN"} -runtime "$rt" -endpoint "$ep" -wasmlet "$repo/bin/wasmlet" \
-    -cluster "$cl" -hack "$repo/hack" -base "$base/$rt" -node "$node") || status=1
+    -cluster "$cl" -hack "$repo/hack" -base "$base/$rt" -node "$node" -kubectl "$kubectl") || status=1
   hack/apiserver/cluster.sh down "$cl"
 }
 
@@ -70,8 +72,8 @@ for rt in $runtimes; do
     ;;
   containerd)
     log "images"
-    e2e_images
-    e2e_runtime_up containerd pause testbox
+    e2e_images busybox
+    e2e_runtime_up containerd pause testbox busybox
     suite containerd "$ep"
     e2e_runtime_down containerd
     ;;

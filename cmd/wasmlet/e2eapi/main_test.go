@@ -81,7 +81,10 @@ func (a *agent) start(t testing.TB) {
 	a.Start(t, "--node-name", *nodeFlag,
 		"--kubeconfig", filepath.Join(*clusterFlag, "node-"+*nodeFlag+".kubeconfig"),
 		"--port", strconv.Itoa(a.apiPort), "--client-ca-file", filepath.Join(*clusterFlag, "pki", "ca.crt"),
-		"--container-runtime-endpoint", flags.Endpoint, "--log-level", "debug")
+		"--container-runtime-endpoint", flags.Endpoint, "--log-level", "debug",
+		// Small enough for the log rotation case's chatty container to
+		// rotate within seconds, large enough for every other case's logs.
+		"--container-log-max-size", "64Ki", "--container-log-max-files", "3")
 }
 
 // localPods is the agent's own /pods.
