@@ -177,13 +177,21 @@ func (r *Runtime) execute(ctx context.Context, c *container, cm *compiled, mc wa
 		call.Arm(ctx, 0)
 		ctx = meter.WithCall(ctx, call)
 	}
+	tid, cpu, unlock := lockThread()
+	defer unlock()
 	mod, err := cm.rt.InstantiateModule(ctx, cm.mod, mc)
 	if err != nil {
 		return exitFailed, "Error", fmt.Sprintf("instantiate: %v", err)
 	}
 	c.mu.Lock()
 	c.force = func() { mod.CloseWithExitCode(context.Background(), exitKilled) }
+	c.usage = &usage{tid: tid, baseCPU: cpu, mod: mod}
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.usage = nil
+		c.mu.Unlock()
+	}()
 	_, err = mod.ExportedFunction("_start").Call(ctx)
 	mod.Close(context.Background())
 	code, msg := 0, ""

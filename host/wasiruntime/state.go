@@ -59,6 +59,7 @@ type container struct {
 	stopping bool
 	logs     *logFile
 	force    func() // closes the module outright
+	usage    *usage // a running instance's stats
 }
 
 // stateDir persists sandboxes and containers as one JSON file each.

@@ -41,16 +41,6 @@ func (s *runtimeServer) UpdateContainerResources(context.Context, *runtimeapi.Up
 	return nil, unimplemented("UpdateContainerResources", "the memory limit is fixed at start and CPU limits are not enforced")
 }
 
-// ContainerStats is not supported.
-func (s *runtimeServer) ContainerStats(context.Context, *runtimeapi.ContainerStatsRequest) (*runtimeapi.ContainerStatsResponse, error) {
-	return nil, unimplemented("ContainerStats", "no per-module CPU or memory accounting")
-}
-
-// ListContainerStats is not supported.
-func (s *runtimeServer) ListContainerStats(context.Context, *runtimeapi.ListContainerStatsRequest) (*runtimeapi.ListContainerStatsResponse, error) {
-	return nil, unimplemented("ListContainerStats", "no per-module CPU or memory accounting")
-}
-
 // PodSandboxStats is not supported.
 func (s *runtimeServer) PodSandboxStats(context.Context, *runtimeapi.PodSandboxStatsRequest) (*runtimeapi.PodSandboxStatsResponse, error) {
 	return nil, unimplemented("PodSandboxStats", "no per-pod accounting")

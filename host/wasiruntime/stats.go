@@ -1,0 +1,121 @@
+package wasiruntime
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+	"golang.org/x/sys/unix"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// A running module's stats: its memory is its linear memory, its CPU time
+// that of the OS thread its goroutine is locked to while it runs (the
+// module's code and the host functions it calls run there and nothing
+// else does).
+
+// userHZ is the unit of /proc's CPU times.
+const userHZ = 100
+
+// usage reads a running instance's CPU time (core-nanoseconds since it
+// started) and linear memory size.
+type usage struct {
+	tid     int
+	baseCPU uint64
+	mod     api.Module
+}
+
+// lockThread pins the calling goroutine to its thread for the module's run
+// and returns the thread's ID and its CPU time so far; unlock undoes it.
+func lockThread() (tid int, cpu uint64, unlock func()) {
+	runtime.LockOSThread()
+	tid = unix.Gettid()
+	cpu, _ = threadCPU(tid)
+	return tid, cpu, runtime.UnlockOSThread
+}
+
+// threadCPU is a thread of this process's user and system time in
+// nanoseconds (/proc/self/task/<tid>/stat fields 14 and 15).
+func threadCPU(tid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("thread %d: malformed stat", tid)
+	}
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3
+	if len(f) < 13 {
+		return 0, fmt.Errorf("thread %d: stat has %d fields", tid, len(f)+2)
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("thread %d: malformed stat times", tid)
+	}
+	return (utime + stime) * uint64(time.Second/userHZ), nil
+}
+
+// stats is the CRI stats of container c: CPU and memory while it runs,
+// the attributes only when it does not.
+func (c *container) stats() *runtimeapi.ContainerStats {
+	c.mu.Lock()
+	u := c.usage
+	st := &runtimeapi.ContainerStats{Attributes: &runtimeapi.ContainerAttributes{
+		Id: c.ID, Metadata: c.Metadata, Labels: c.Labels, Annotations: c.Annotations,
+	}}
+	c.mu.Unlock()
+	if u == nil {
+		return st
+	}
+	now := time.Now().UnixNano()
+	if cpu, err := threadCPU(u.tid); err == nil && cpu >= u.baseCPU {
+		st.Cpu = &runtimeapi.CpuUsage{Timestamp: now, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: cpu - u.baseCPU}}
+	}
+	if mem := u.mod.Memory(); mem != nil {
+		size := uint64(mem.Size())
+		st.Memory = &runtimeapi.MemoryUsage{Timestamp: now, WorkingSetBytes: &runtimeapi.UInt64Value{Value: size}, UsageBytes: &runtimeapi.UInt64Value{Value: size}}
+	}
+	return st
+}
+
+// ContainerStats implements the CRI call: a running module's CPU time and
+// linear memory.
+func (s *runtimeServer) ContainerStats(_ context.Context, req *runtimeapi.ContainerStatsRequest) (*runtimeapi.ContainerStatsResponse, error) {
+	c, err := s.r.container(req.GetContainerId())
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeapi.ContainerStatsResponse{Stats: c.stats()}, nil
+}
+
+// ListContainerStats implements the CRI call for the running containers
+// that match the filter.
+func (s *runtimeServer) ListContainerStats(_ context.Context, req *runtimeapi.ListContainerStatsRequest) (*runtimeapi.ListContainerStatsResponse, error) {
+	f := req.GetFilter()
+	r := s.r
+	r.mu.Lock()
+	cs := make([]*container, 0, len(r.containers))
+	for _, c := range r.containers {
+		cs = append(cs, c)
+	}
+	r.mu.Unlock()
+	resp := &runtimeapi.ListContainerStatsResponse{}
+	for _, c := range cs {
+		c.mu.Lock()
+		running := c.State == runtimeapi.ContainerState_CONTAINER_RUNNING
+		c.mu.Unlock()
+		if !running || (f != nil && (!matchID(c.ID, f.Id) || !matchID(c.SandboxID, f.PodSandboxId) || !matchLabels(c.Labels, f.LabelSelector))) {
+			continue
+		}
+		resp.Stats = append(resp.Stats, c.stats())
+	}
+	return resp, nil
+}

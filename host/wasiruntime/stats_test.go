@@ -1,0 +1,57 @@
+package wasiruntime
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// A spinning module's CPU time grows and its linear memory is reported; a
+// sleeping one is listed beside it, an exited one is not.
+func TestRuntime_ContainerStats(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	sb, sbCfg := h.sandbox(t, "s", nil)
+	spin := h.run(t, sb, sbCfg, "spin", []string{"spin"}, nil)
+	sleep := h.run(t, sb, sbCfg, "sleep", []string{"sleep", "1h"}, nil)
+	done := h.run(t, sb, sbCfg, "done", []string{"echo", "bye"}, nil)
+	h.waitExit(t, done, 30*time.Second)
+
+	cpu := func() uint64 {
+		st, err := h.rs.ContainerStats(ctx, spin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Cpu == nil || st.Memory == nil || st.Memory.WorkingSetBytes.GetValue() == 0 || st.Memory.WorkingSetBytes.GetValue()%65536 != 0 {
+			t.Fatalf("spinning module stats %v: want CPU and a linear memory of whole 64 KiB pages", st)
+		}
+		return st.Cpu.UsageCoreNanoSeconds.GetValue()
+	}
+	first := cpu()
+	deadline := time.Now().Add(60 * time.Second)
+	for cpu() <= first {
+		if time.Now().After(deadline) {
+			t.Fatalf("the spinning module's CPU time stays at %d ns", first)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	all, err := h.rs.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{PodSandboxId: sb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, s := range all {
+		got[s.Attributes.Id] = true
+	}
+	if len(all) != 2 || !got[spin] || !got[sleep] {
+		t.Errorf("ListContainerStats: %v, want the two running containers", got)
+	}
+	if _, err := h.rs.ContainerStats(ctx, "nope"); status.Code(err) != codes.NotFound {
+		t.Errorf("ContainerStats of an unknown container = %v, want NotFound", err)
+	}
+}
