@@ -10,6 +10,8 @@
 # The control plane is hack/apiserver/cluster.sh's (etcd, kube-apiserver,
 # kube-controller-manager's ServiceAccount controllers), the binaries
 # hack/kube/build.sh's (cached by version), the busybox image hack/lib/e2e.sh's.
+# WASMLET_FLAGS are added to `wasmlet run` (--log-level debug logs each
+# kubelet API request's duration); KEEP_BASE=1 keeps the nodes' logs.
 # Ports: APISERVER_PORT 28443, ETCD_PORT 25790, ETCD_PEER_PORT 25800,
 # KCM_PORT 28257, NODE_PORT 28250 (the node's kubelet API).
 set -euo pipefail
@@ -76,7 +78,7 @@ for node in wasmlet kubelet; do
 	wasmlet)
 		"$repo/bin/wasmlet" run --node-name "$name" --kubeconfig "$kc" --container-runtime-endpoint "$ep" \
 			--root-dir "$d/root" --pod-logs-dir "$d/logs" --read-only-port 0 \
-			--port "$node_port" --client-ca-file "$cp/pki/ca.crt" >"$d/node.log" 2>&1 &
+			--port "$node_port" --client-ca-file "$cp/pki/ca.crt" ${WASMLET_FLAGS:-} >"$d/node.log" 2>&1 &
 		;;
 	kubelet)
 		{ e2e_kubelet_config "$ep" "$cp/pki/ca.crt" "$nodeip" "$node_port" "$d/logs"; echo "healthzPort: 0"; } >"$d/kubelet.yaml"
