@@ -28,7 +28,13 @@ func (m *Manager) LogFile(ctx context.Context, pod *v1.Pod, container string, pr
 	}
 	idx := 0
 	if previous {
+		// The kubelet's previous is the last terminated instance: the
+		// one before a running one, or the newest itself when it has
+		// exited and waits to restart (its status's lastState).
 		idx = 1
+		if len(instances) > 0 && instances[0].State == StateExited {
+			idx = 0
+		}
 	}
 	if len(instances) <= idx {
 		if previous {

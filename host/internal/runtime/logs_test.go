@@ -45,4 +45,13 @@ func TestManager_LogFile(t *testing.T) {
 	if err != nil || filepath.Base(path) != "0.log" || running() {
 		t.Errorf("previous after a restart: %s, %v, running %v; want 0.log, not running", path, err, running != nil && running())
 	}
+	// The second instance exits too and waits to restart: previous is
+	// the last terminated one, 1.log (the kubelet's lastState), even if
+	// 0.log's container has been collected.
+	second, _ := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	exit(f, second.FindContainer("main").ID, 1, time.Now())
+	path, _, err = m.LogFile(ctx, pod, "main", true)
+	if err != nil || filepath.Base(path) != "1.log" {
+		t.Errorf("previous while the newest waits to restart: %s, %v; want 1.log", path, err)
+	}
 }
