@@ -77,11 +77,9 @@ func TestCall_Arm(t *testing.T) {
 				if !errors.Is(err, ErrStopped) || !c.Stopped() {
 					t.Fatalf("err = %v, Stopped %v; want ErrStopped", err, c.Stopped())
 				}
-				// The claim is that the spin stops, not how fast: a margin
-				// no loaded machine reaches.
-				if took > time.Minute {
-					t.Errorf("stopped after %s", took)
-				}
+				// The claim is that the spin stops (a spin that did not
+				// would never return); how fast is a figure, not a check.
+				t.Logf("stopped after %s", took)
 				return
 			}
 			if err != nil || c.Stopped() || res[0] != 10_000_000 {
