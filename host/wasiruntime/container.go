@@ -214,12 +214,7 @@ func (r *Runtime) removeContainer(c *container) error {
 func (s *runtimeServer) ListContainers(_ context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
 	f := req.GetFilter()
 	r := s.r
-	r.mu.Lock()
-	cs := make([]*container, 0, len(r.containers))
-	for _, c := range r.containers {
-		cs = append(cs, c)
-	}
-	r.mu.Unlock()
+	cs := r.containerList()
 	resp := &runtimeapi.ListContainersResponse{}
 	for _, c := range cs {
 		c.mu.Lock()

@@ -316,12 +316,7 @@ func (r *Runtime) ListenAndServe(ctx context.Context, endpoint string) error {
 func (r *Runtime) Close() error {
 	var err error
 	r.closeOnce.Do(func() {
-		r.mu.Lock()
-		cs := make([]*container, 0, len(r.containers))
-		for _, c := range r.containers {
-			cs = append(cs, c)
-		}
-		r.mu.Unlock()
+		cs := r.containerList()
 		for _, c := range cs {
 			r.stopContainer(c, 0)
 		}
@@ -364,4 +359,16 @@ func nodeIP() string {
 		}
 	}
 	return "127.0.0.1"
+}
+
+// containerList is a snapshot of the runtime's containers, taken under
+// its lock, for callers that lock each container in turn.
+func (r *Runtime) containerList() []*container {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cs := make([]*container, 0, len(r.containers))
+	for _, c := range r.containers {
+		cs = append(cs, c)
+	}
+	return cs
 }

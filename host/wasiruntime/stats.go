@@ -101,12 +101,7 @@ func (s *runtimeServer) ContainerStats(_ context.Context, req *runtimeapi.Contai
 func (s *runtimeServer) ListContainerStats(_ context.Context, req *runtimeapi.ListContainerStatsRequest) (*runtimeapi.ListContainerStatsResponse, error) {
 	f := req.GetFilter()
 	r := s.r
-	r.mu.Lock()
-	cs := make([]*container, 0, len(r.containers))
-	for _, c := range r.containers {
-		cs = append(cs, c)
-	}
-	r.mu.Unlock()
+	cs := r.containerList()
 	resp := &runtimeapi.ListContainerStatsResponse{}
 	for _, c := range cs {
 		c.mu.Lock()
