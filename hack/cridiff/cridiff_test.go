@@ -130,7 +130,7 @@ func TestCompare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	known, _ := readKnownText(t, "^sandbox \\S+ config\\.labels\\.io\\.wasmlet\\.managed$\twasmlet marks what it made\n")
+	known := readKnownText(t, "^sandbox \\S+ config\\.labels\\.io\\.wasmlet\\.managed$\twasmlet marks what it made\n")
 	diffs := compare(ra, rb, known)
 	var got []string
 	for _, d := range diffs {
@@ -145,19 +145,17 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-func readKnownText(t *testing.T, text string) ([]Known, error) {
+func readKnownText(t *testing.T, text string) []Known {
 	p := filepath.Join(t.TempDir(), "known.txt")
-	if err := writeFile(p, text); err != nil {
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	k, err := readKnown(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k, nil
+	return k
 }
-
-func writeFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o644) }
 
 // Env order and the termination log's random name are not differences.
 func TestLoad_normalizes(t *testing.T) {
