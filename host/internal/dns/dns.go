@@ -12,6 +12,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -41,10 +43,41 @@ type Config struct {
 }
 
 // Configurer answers pods' DNS configs.
-type Configurer struct{ cfg Config }
+type Configurer struct {
+	cfg Config
+
+	mu      sync.Mutex
+	host    *runtimeapi.DNSConfig // ResolvConf as last read
+	hostMod time.Time             // its modification time then
+	hostLen int64                 // and its size
+}
 
 // New returns a Configurer.
 func New(cfg Config) *Configurer { return &Configurer{cfg: cfg} }
+
+// hostConfig is a copy of the host's resolver config, read again only
+// when the file changed (every sandbox asks; a burst of pods reads it
+// once).
+func (c *Configurer) hostConfig() (*runtimeapi.DNSConfig, error) {
+	fi, err := os.Stat(c.cfg.ResolvConf)
+	if err != nil {
+		return nil, fmt.Errorf("dns: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.host == nil || !fi.ModTime().Equal(c.hostMod) || fi.Size() != c.hostLen {
+		h, err := readResolvConf(c.cfg.ResolvConf)
+		if err != nil {
+			return nil, err
+		}
+		c.host, c.hostMod, c.hostLen = h, fi.ModTime(), fi.Size()
+	}
+	return &runtimeapi.DNSConfig{
+		Servers:  slices.Clone(c.host.Servers),
+		Searches: slices.Clone(c.host.Searches),
+		Options:  slices.Clone(c.host.Options),
+	}, nil
+}
 
 // ForPod is the pod's DNS config. warning is set when the result was cut
 // to the resolver's limits or ClusterFirst fell back for want of cluster
@@ -53,7 +86,7 @@ func New(cfg Config) *Configurer { return &Configurer{cfg: cfg} }
 func (c *Configurer) ForPod(pod *v1.Pod) (cfg *runtimeapi.DNSConfig, warning string, err error) {
 	cfg = &runtimeapi.DNSConfig{}
 	if c.cfg.ResolvConf != "" {
-		if cfg, err = readResolvConf(c.cfg.ResolvConf); err != nil {
+		if cfg, err = c.hostConfig(); err != nil {
 			return nil, "", err
 		}
 	}

@@ -89,3 +89,26 @@ func TestFitSearch(t *testing.T) {
 		t.Errorf("fitSearch of a short list: %v %v", got, cut)
 	}
 }
+
+// The host's resolv.conf is read once while unchanged, each pod gets its
+// own copy, and a changed file is read again.
+func TestForPod_hostFileCached(t *testing.T) {
+	host := resolvConf(t, "nameserver 10.0.0.2\nsearch a.example\n")
+	c := New(Config{ResolvConf: host})
+	first, _, err := c.ForPod(pod(v1.DNSDefault, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Servers[0], first.Searches[0] = "mutated", "mutated"
+	second, _, _ := c.ForPod(pod(v1.DNSDefault, false))
+	if second.Servers[0] != "10.0.0.2" || second.Searches[0] != "a.example" {
+		t.Errorf("a pod's config changed the next one's: %v %v", second.Servers, second.Searches)
+	}
+	if err := os.WriteFile(host, []byte("nameserver 10.9.9.9\nnameserver 10.9.9.8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	third, _, _ := c.ForPod(pod(v1.DNSDefault, false))
+	if strings.Join(third.Servers, " ") != "10.9.9.9 10.9.9.8" {
+		t.Errorf("changed resolv.conf not read again: %v", third.Servers)
+	}
+}
