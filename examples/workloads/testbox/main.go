@@ -88,7 +88,12 @@ func run(step []string) error {
 			return fmt.Errorf("want DURATION or inf")
 		}
 		if args[0] == "inf" {
-			select {}
+			// A timer, not select{}: a wasip1 program whose every
+			// goroutine blocks without one is ended by Go's deadlock
+			// check (exit 2) once the runtime's own timers are done.
+			for {
+				time.Sleep(time.Hour)
+			}
 		}
 		d, err := time.ParseDuration(args[0])
 		if err != nil {
