@@ -53,6 +53,7 @@ type fileConfig struct {
 	ClusterDNS               []string         `json:"clusterDNS,omitempty"`
 	ResolvConf               *string          `json:"resolvConf,omitempty"`
 	PluginDir                *string          `json:"pluginDir,omitempty"`
+	PluginIdleTimeout        *metav1.Duration `json:"pluginIdleTimeout,omitempty"`
 	ContainerRuntimeEndpoint *string          `json:"containerRuntimeEndpoint,omitempty"`
 	ImageServiceEndpoint     *string          `json:"imageServiceEndpoint,omitempty"`
 	CgroupsPerQOS            *bool            `json:"cgroupsPerQOS,omitempty"`
@@ -208,6 +209,7 @@ func runFlags(c *agent.Config, lo *logOptions, configFile *string) *flag.FlagSet
 	})
 	fs.StringVar(&c.ResolvConf, "resolv-conf", c.ResolvConf, "the host's resolver file that Default pods copy; empty gives them 127.0.0.1")
 	fs.StringVar(&c.PluginDir, "plugin-dir", c.PluginDir, "directory of .wasm plugins and their manifests; empty loads none")
+	fs.DurationVar(&c.PluginIdleTimeout, "plugin-idle-timeout", c.PluginIdleTimeout, "a plugin not called for this long gives back its memory and is reloaded from the compilation cache on its next call; 0 keeps plugins loaded")
 	fs.StringVar(&c.RuntimeEndpoint, "container-runtime-endpoint", c.RuntimeEndpoint, "CRI endpoint, e.g. unix:///run/containerd/containerd.sock; empty runs the embedded WASI runtime")
 	fs.StringVar(&c.ImageEndpoint, "image-service-endpoint", c.ImageEndpoint, "CRI image service endpoint (default: the runtime endpoint)")
 	fs.BoolVar(&c.CgroupsPerQOS, "cgroups-per-qos", c.CgroupsPerQOS, "run each pod of a CRI runtime under its own cgroup in the kubelet's kubepods/<qos>/pod<uid> hierarchy, with the pod's limits")
@@ -336,6 +338,7 @@ func applyConfigFile(path string, cfg *agent.Config, lo *logOptions) error {
 	setDuration(&cfg.SyncFrequency, f.SyncFrequency)
 	setDuration(&cfg.HousekeepingInterval, f.HousekeepingInterval)
 	setDuration(&cfg.PLEGRelistPeriod, f.PLEGRelistPeriod)
+	setDuration(&cfg.PluginIdleTimeout, f.PluginIdleTimeout)
 	if f.MaxPods != nil {
 		cfg.MaxPods = *f.MaxPods
 	}
@@ -388,6 +391,9 @@ func validateRunConfig(c agent.Config, lo logOptions) error {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative, not %v", name, d))
 		}
+	}
+	if c.PluginIdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("plugin-idle-timeout must not be negative, not %v", c.PluginIdleTimeout))
 	}
 	if c.MaxPods <= 0 {
 		errs = append(errs, fmt.Errorf("max-pods must be positive, not %d", c.MaxPods))

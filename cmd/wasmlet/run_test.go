@@ -164,6 +164,19 @@ authorization:
 			}
 			return ""
 		}, ""},
+		{"plugin idle timeout", []string{"--plugin-idle-timeout=1m"}, func(c agent.Config, _ logOptions) string {
+			if c.PluginIdleTimeout != time.Minute {
+				return fmt.Sprintf("PluginIdleTimeout %v", c.PluginIdleTimeout)
+			}
+			return ""
+		}, ""},
+		{"plugin idle timeout in the file", []string{"--config", writeFile(t, dir, "idle.yaml", "kind: WasmletConfiguration\npluginIdleTimeout: 0s\n")}, func(c agent.Config, _ logOptions) string {
+			if c.PluginIdleTimeout != 0 {
+				return fmt.Sprintf("PluginIdleTimeout %v", c.PluginIdleTimeout)
+			}
+			return ""
+		}, ""},
+		{"negative plugin idle timeout", []string{"--plugin-idle-timeout=-1s"}, nil, "plugin-idle-timeout must not be negative"},
 		{"bad log size", []string{"--container-log-max-size=big"}, nil, `"big" is not a quantity`},
 		{"zero log size", []string{"--container-log-max-size=0"}, nil, "container-log-max-size must be positive"},
 		{"one log file", []string{"--container-log-max-files=1"}, nil, "container-log-max-files must be at least 2, not 1"},

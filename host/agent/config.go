@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wasmlet/wasmlet/host/internal/logrotate"
+	"github.com/wasmlet/wasmlet/host/plugin"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,11 @@ type Config struct {
 	VolumeResyncPeriod time.Duration
 	// PluginDir is the directory of .wasm plugins; empty means no plugins.
 	PluginDir string
+	// PluginIdleTimeout: a plugin not called for this long gives back its
+	// instances and compiled code, reloaded from the compilation cache on
+	// its next call (plugin.Config.IdleTimeout); zero keeps every plugin
+	// loaded. Defaults sets plugin.DefaultIdleTimeout.
+	PluginIdleTimeout time.Duration
 	// RuntimeEndpoint is the CRI endpoint (e.g. unix:///run/containerd/containerd.sock);
 	// empty starts the embedded WASI runtime in-process.
 	RuntimeEndpoint string
@@ -157,6 +163,7 @@ func Defaults() Config {
 		Port:                  10250,
 		ContainerLogMaxSize:   logrotate.DefaultMaxSize,
 		ContainerLogMaxFiles:  logrotate.DefaultMaxFiles,
+		PluginIdleTimeout:     plugin.DefaultIdleTimeout,
 
 		KubeAPIQPS:                50,
 		KubeAPIBurst:              100,

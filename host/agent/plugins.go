@@ -29,12 +29,17 @@ func (a *Agent) newPlugins() (*plugins, error) {
 	if a.cfg.PluginDir == "" {
 		return nil, nil
 	}
+	idle := a.cfg.PluginIdleTimeout
+	if idle == 0 {
+		idle = -1 // plugin.Config: negative keeps plugins loaded
+	}
 	mgr, err := plugin.NewManager(plugin.Config{
-		Dir:        a.cfg.PluginDir,
-		CacheDir:   filepath.Join(a.cfg.RootDir, "plugin-cache"),
-		Logger:     a.log,
-		Registerer: a.reg,
-		NodeInfo:   a.nodeInfo,
+		Dir:         a.cfg.PluginDir,
+		IdleTimeout: idle,
+		CacheDir:    filepath.Join(a.cfg.RootDir, "plugin-cache"),
+		Logger:      a.log,
+		Registerer:  a.reg,
+		NodeInfo:    a.nodeInfo,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: plugins: %w", err)
