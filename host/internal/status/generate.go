@@ -125,7 +125,11 @@ func containerStatuses(in Input, rs *runtime.PodStatus, specs []v1.Container, pr
 	out := make([]v1.ContainerStatus, 0, len(specs))
 	for i := range specs {
 		c := &specs[i]
-		cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
+		// Started is always set, false until the container runs and passes
+		// its startup probe, as the kubelet's prober manager reports it
+		// (clients dereference it).
+		notStarted := false
+		cs := v1.ContainerStatus{Name: c.Name, Image: c.Image, Started: &notStarted}
 		// The kubelet's default waiting reason, for app and init
 		// containers alike: PodInitializing when the pod has init
 		// containers.
@@ -160,14 +164,11 @@ func containerStatuses(in Input, rs *runtime.PodStatus, specs []v1.Container, pr
 				}
 				cs.Started = &started
 				cs.Ready = ready
-			} else {
-				f := false
-				cs.Started = &f
 			}
 		} else if p := findStatus(prev, c.Name); p != nil && p.ContainerID != "" {
 			// The runtime forgot it (GC'd); keep what we knew.
 			cs = *p
-			cs.Ready = false
+			cs.Ready, cs.Started = false, &notStarted
 		}
 		if last != nil && last.State == runtime.StateExited {
 			cs.LastTerminationState = apiState(last, in.RuntimeName)

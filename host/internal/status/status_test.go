@@ -176,6 +176,20 @@ func TestGenerate_InitAndSidecarStatuses(t *testing.T) {
 	}
 }
 
+// Every container status carries Started, false until the container runs
+// (the upstream e2e framework dereferences it for a container not yet
+// created).
+func TestGenerate_StartedAlwaysSet(t *testing.T) {
+	p := pod(v1.RestartPolicyAlways, []string{"setup"}, "app", "other")
+	s := Generate(Input{Pod: p, Runtime: rs(running("setup"), exited("other", 1, 0)), Now: t0})
+	for _, cs := range append(s.InitContainerStatuses, s.ContainerStatuses...) {
+		want := cs.Name == "setup"
+		if cs.Started == nil || *cs.Started != want {
+			t.Errorf("%s: Started %v, want %v", cs.Name, cs.Started, want)
+		}
+	}
+}
+
 func TestGenerate_ReadinessGates(t *testing.T) {
 	p := pod(v1.RestartPolicyAlways, nil, "a")
 	p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/one"}, {ConditionType: "example.com/two"}}
