@@ -285,6 +285,16 @@ func TestRuntime_PodSandbox(t *testing.T) {
 	if _, err := h.rs.RunPodSandbox(ctx, sbCfg, ""); status.Code(err) != codes.AlreadyExists {
 		t.Errorf("same sandbox again = %v, want AlreadyExists", err)
 	}
+	// A handler the runtime does not have (a pod's RuntimeClass) is
+	// refused, naming the pod and the handler, and nothing is kept.
+	other := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: "gv", Namespace: "default", Uid: "uid-gv"}}
+	_, err = h.rs.RunPodSandbox(ctx, other, "runsc")
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `"runsc"`) || !strings.Contains(err.Error(), "default/gv") {
+		t.Errorf("RunPodSandbox with handler runsc = %v, want InvalidArgument naming the pod and the handler", err)
+	}
+	if sbs, err := h.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{}}); err != nil || len(sbs) != 1 {
+		t.Errorf("sandboxes after the refused one: %d, %v; want only web", len(sbs), err)
+	}
 	a := h.run(t, sb, sbCfg, "a", []string{"sleep", "1h"}, nil)
 	b := h.run(t, sb, sbCfg, "b", []string{"spin"}, nil)
 	// Bounded, so a sandbox stop that hung on the spinning module fails

@@ -53,12 +53,17 @@ func (s *runtimeServer) UpdateRuntimeConfig(context.Context, *runtimeapi.UpdateR
 	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
 }
 
-// RunPodSandbox implements the CRI call.
+// RunPodSandbox implements the CRI call. The runtime has one handler, the
+// default (""): a sandbox asked for another (a pod's RuntimeClass) is
+// refused with InvalidArgument naming it, never run on the default.
 func (s *runtimeServer) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
 	cfg := req.GetConfig()
 	md := cfg.GetMetadata()
 	if md == nil || md.Name == "" || md.Namespace == "" || md.Uid == "" {
 		return nil, status.Error(codes.InvalidArgument, "sandbox config must have metadata with name, namespace and uid")
+	}
+	if h := req.GetRuntimeHandler(); h != "" {
+		return nil, status.Errorf(codes.InvalidArgument, "sandbox of pod %s/%s: runtime handler %q is not known: the embedded WASI runtime has only its default handler (\"\")", md.Namespace, md.Name, h)
 	}
 	r := s.r
 	sb := &sandbox{
