@@ -32,6 +32,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/podsync"
 	"github.com/wasmlet/wasmlet/host/internal/prober"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/runtimeclass"
 	"github.com/wasmlet/wasmlet/host/internal/server"
 	"github.com/wasmlet/wasmlet/host/internal/status"
 	"github.com/wasmlet/wasmlet/host/internal/syncloop"
@@ -51,8 +52,9 @@ type Agent struct {
 	gatherer prometheus.Gatherer
 
 	podConfig *config.PodConfig
-	cluster   *cluster.Cluster // nil when standalone
-	plugins   *plugins         // nil without a plugin directory
+	cluster   *cluster.Cluster      // nil when standalone
+	classes   *runtimeclass.Manager // pods' RuntimeClass → CRI handler
+	plugins   *plugins              // nil without a plugin directory
 	data      *podData
 	pods      *pod.Manager
 	statuses  *status.Manager
@@ -104,6 +106,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	sources = append(sources, a.plugins.sources()...)
+	a.classes = runtimeclass.New(runtimeclass.Config{Client: a.cluster.Client()})
 	a.podConfig = config.New(config.Config{Sources: sources, Logger: a.log.Named("config")})
 	if a.data, err = a.newPodData(a.node.Load); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
@@ -203,6 +206,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		spawn("read-only server", srv.Run)
 	}
+	// RuntimeClasses before the runtime: the cache syncs while it connects.
+	spawn("runtime classes", a.classes.Run)
 	if err := a.connect(ctx, endpoint); err != nil {
 		return err
 	}
@@ -271,8 +276,9 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 		Endpoint: endpoint, ImageEndpoint: a.cfg.ImageEndpoint, Timeout: a.cfg.RuntimeRequestTimeout,
 		RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir, Logger: a.log.Named("runtime"),
 		Hooks: a.plugins.hooks(), Volumes: a.data.volumes, Env: a.data.env, ClusterDomain: a.cfg.ClusterDomain,
-		DNS:        dns.New(dns.Config{ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, ResolvConf: a.cfg.ResolvConf}),
-		Instrument: calls.Wrap,
+		DNS:            dns.New(dns.Config{ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, ResolvConf: a.cfg.ResolvConf}),
+		RuntimeClasses: a.classes,
+		Instrument:     calls.Wrap,
 	}
 	if err := a.nodeResources(&rcfg); err != nil {
 		return err

@@ -215,9 +215,11 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 	return res.Error()
 }
 
-// stepEvents records the kubelet's events for failed container starts:
-// "Failed" ("Error: <message>") when the container could not be made or
-// run, "BackOff" while it is in crash-loop or image-pull back-off.
+// stepEvents records the kubelet's events for failed steps:
+// "FailedCreatePodSandBox" when the pod's sandbox could not be made (an
+// unknown RuntimeClass, a runtime error), "Failed" ("Error: <message>")
+// when a container could not be made or run, "BackOff" while it is in
+// crash-loop or image-pull back-off.
 func (s *Syncer) stepEvents(p *v1.Pod, res runtime.SyncResult) {
 	for _, st := range res.Steps {
 		switch {
@@ -226,6 +228,8 @@ func (s *Syncer) stepEvents(p *v1.Pod, res runtime.SyncResult) {
 			s.cfg.Events.Event(p, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container "+st.Target+" in pod "+p.Name+"_"+p.Namespace+"("+string(p.UID)+")")
 		case errors.Is(st.Err, runtime.ErrImagePullBackOff):
 			s.cfg.Events.Event(p, v1.EventTypeNormal, "BackOff", st.Message)
+		case st.Action == "CreatePodSandbox":
+			s.cfg.Events.Event(p, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: "+st.Message)
 		case st.Action == "StartContainer":
 			s.cfg.Events.Event(p, v1.EventTypeWarning, "Failed", "Error: "+st.Message)
 		}

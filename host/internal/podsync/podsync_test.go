@@ -1,6 +1,7 @@
 package podsync
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -49,12 +50,14 @@ func TestStepEvents(t *testing.T) {
 		{Action: "StartContainer", Target: "a", Err: runtime.ErrCreateContainerConfig, Message: "container has runAsNonRoot and image will run as root"},
 		{Action: "StartContainer", Target: "b", Err: runtime.ErrCrashLoopBackOff, Message: "back-off 10s"},
 		{Action: "StartContainer", Target: "c"},
+		{Action: "CreatePodSandbox", Target: "ns/p", Err: runtime.ErrCreateSandbox, Message: `runtimeclass.node.k8s.io "late" not found`},
 	}})
 	want := []string{
 		"Warning Failed: Error: container has runAsNonRoot and image will run as root",
 		"Warning BackOff: Back-off restarting failed container b in pod p_ns(u)",
+		`Warning FailedCreatePodSandBox: Failed to create pod sandbox: runtimeclass.node.k8s.io "late" not found`,
 	}
-	if len(rec.events) != len(want) || rec.events[0] != want[0] || rec.events[1] != want[1] {
+	if !slices.Equal(rec.events, want) {
 		t.Errorf("events %q, want %q", rec.events, want)
 	}
 }

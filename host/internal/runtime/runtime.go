@@ -110,8 +110,11 @@ type Config struct {
 	// ClusterDomain is the cluster's DNS domain (e.g. cluster.local), for
 	// pods' FQDNs; empty when the node has none.
 	ClusterDomain string
-	// RuntimeHandler is passed to RunPodSandbox ("" is the default handler).
-	RuntimeHandler string
+	// RuntimeClasses resolves each pod's spec.runtimeClassName to the
+	// handler passed to RunPodSandbox (host/internal/runtimeclass). Nil
+	// gives pods naming no RuntimeClass the default handler ("") and fails
+	// the sandbox of a pod naming one.
+	RuntimeClasses RuntimeClasses
 	// Volumes gives the host path behind each pod volume; the volume
 	// manager has set them up before SyncPod. Nil means a volume manager
 	// with no API server (emptyDir and hostPath work, the API-data
@@ -144,6 +147,14 @@ type Config struct {
 	// Instrument, when set, wraps the CRI services once connected (e.g.
 	// crimetrics timing every call).
 	Instrument func(cri.RuntimeService, cri.ImageManagerService) (cri.RuntimeService, cri.ImageManagerService)
+}
+
+// RuntimeClasses resolves a pod's RuntimeClass (runtimeclass.Manager).
+type RuntimeClasses interface {
+	// Handler is the CRI runtime handler of the pod's RuntimeClass, ""
+	// for a pod naming none; an error fails the pod's sandbox creation
+	// (retried with the pod's sync).
+	Handler(pod *v1.Pod) (string, error)
 }
 
 // DNS makes a pod's resolver configuration (host/internal/dns).

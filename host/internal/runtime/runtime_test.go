@@ -21,6 +21,12 @@ import (
 
 func newTestManager(t testing.TB) (*Manager, *fake.RemoteRuntime) {
 	t.Helper()
+	return newTestManagerWith(t, func(*Config) {})
+}
+
+// newTestManagerWith is newTestManager with cfg changed by set first.
+func newTestManagerWith(t testing.TB, set func(*Config)) (*Manager, *fake.RemoteRuntime) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "wlrt")
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +39,9 @@ func newTestManager(t testing.TB) (*Manager, *fake.RemoteRuntime) {
 	}
 	f.ImageService.SetFakeImageSize(1 << 20)
 	t.Cleanup(f.Stop)
-	m, err := New(context.Background(), Config{Endpoint: ep, Timeout: 10 * time.Second, RootDir: filepath.Join(dir, "root"), PodLogsDir: filepath.Join(dir, "logs")})
+	cfg := Config{Endpoint: ep, Timeout: 10 * time.Second, RootDir: filepath.Join(dir, "root"), PodLogsDir: filepath.Join(dir, "logs")}
+	set(&cfg)
+	m, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	sort.Slice(sbs, func(i, j int) bool { return sbs[i].CreatedAt > sbs[j].CreatedAt })
 	ps := &PodStatus{UID: uid, Name: name, Namespace: namespace, Timestamp: ts}
 	for i, s := range sbs {
-		ss := &SandboxStatus{ID: s.Id, Attempt: s.GetMetadata().GetAttempt(), Ready: s.State == runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: nanos(s.CreatedAt)}
+		ss := &SandboxStatus{ID: s.Id, Attempt: s.GetMetadata().GetAttempt(), Ready: s.State == runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: nanos(s.CreatedAt), RuntimeHandler: s.RuntimeHandler}
 		if i == 0 || ss.Ready {
 			resp, err := m.rs.PodSandboxStatus(ctx, s.Id, false)
 			if err != nil {

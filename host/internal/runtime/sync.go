@@ -112,15 +112,19 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	return result
 }
 
-// createSandbox runs the PreSandbox hook, makes the log directory and runs
-// the sandbox; it returns the config it ran the sandbox with (hook
-// adjustments included, so the containers are created against the same
-// config), the sandbox's ID and IPs.
+// createSandbox resolves the pod's runtime handler, runs the PreSandbox
+// hook, makes the log directory and runs the sandbox; it returns the config
+// it ran the sandbox with (hook adjustments included, so the containers are
+// created against the same config), the sandbox's ID and IPs.
 func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, string, []string, error) {
 	if !pod.Spec.HostNetwork {
 		if err := m.networkReady(ctx); err != nil {
 			return nil, "", nil, err
 		}
+	}
+	handler, err := m.runtimeHandler(pod)
+	if err != nil {
+		return nil, "", nil, err
 	}
 	cfg := m.sandboxConfig(pod, attempt)
 	if m.cfg.DNS != nil {
@@ -155,7 +159,7 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 			return nil, "", nil, err
 		}
 	}
-	id, err := m.rs.RunPodSandbox(ctx, cfg, m.cfg.RuntimeHandler)
+	id, err := m.rs.RunPodSandbox(ctx, cfg, handler)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -167,6 +171,19 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 		return nil, "", nil, fmt.Errorf("status of new sandbox %s: %w", id, err)
 	}
 	return cfg, id, sandboxIPs(resp.GetStatus()), nil
+}
+
+// runtimeHandler is the CRI handler of the pod's RuntimeClass, looked up
+// before anything of the sandbox is made (the kubelet looks it up just
+// before RunPodSandbox; nothing observable lies between).
+func (m *Manager) runtimeHandler(pod *v1.Pod) (string, error) {
+	if m.cfg.RuntimeClasses != nil {
+		return m.cfg.RuntimeClasses.Handler(pod)
+	}
+	if pod.Spec.RuntimeClassName != nil && *pod.Spec.RuntimeClassName != "" {
+		return "", fmt.Errorf("pod %s/%s: spec.runtimeClassName %q: this runtime manager resolves no RuntimeClasses", pod.Namespace, pod.Name, *pod.Spec.RuntimeClassName)
+	}
+	return "", nil
 }
 
 // podDirs makes the pod's log directory and <RootDir>/pods/<uid>.

@@ -32,6 +32,9 @@ type SandboxStatus struct {
 	IPs []string
 	// HostNetwork is true when the sandbox shares the node's network namespace.
 	HostNetwork bool
+	// RuntimeHandler is the CRI runtime handler the sandbox was run with
+	// ("" is the runtime's default), from its pod's RuntimeClass.
+	RuntimeHandler string
 }
 
 // ContainerStatus is one container instance of a pod, running or dead.
