@@ -46,6 +46,7 @@ func TestAPIServer(t *testing.T) {
 		{"EphemeralContainer", testEphemeralContainer, nil},
 		// The exec probe runs the image's /testbox, a native binary.
 		{"LivenessEvents", testLivenessEvents, []string{"containerd"}},
+		{"RuntimeClass", testRuntimeClass, nil},
 		{"Kubectl", testKubectl, nil},
 		{"APIServerRestart", testAPIServerRestart, nil},
 		{"AgentRestart", testAgentRestart, nil},
