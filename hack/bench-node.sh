@@ -7,11 +7,18 @@
 # container stopped and until the deleted pods left /pods, the agent's CPU
 # and RSS, and the wasmlet/kubelet ratios, with the 1-minute load average
 # beside each figure. Not part of make test; takes ~10 min with the defaults.
+# With PROBES=1 every pod's container serves HTTP (busybox httpd) and has an
+# httpGet readiness and an exec liveness probe, period 10 s; the table adds
+# the time until all pods are Ready and, over a steady window (WINDOW, 60 s)
+# from then, the agent's CPU, the runtime's (containerd and its shims: what
+# the exec probes cost) and the agent's RSS.
 #
 #   PODS=1,10,30,100   pod counts
 #   ROUNDS=2           rounds (each runs every count under each agent)
 #   AGENTS=kubelet,wasmlet  the agents, in run order
 #   WASMLET=PATH       the wasmlet binary to time (default bin/wasmlet, built)
+#   PROBES=1           probes on every pod, and the steady window
+#   WINDOW=60s         the steady window (with PROBES=1)
 #
 # The machine's other load shows in the load averages: compare runs at
 # similar load only.
@@ -31,5 +38,6 @@ e2e_images busybox
 e2e_runtime_up containerd pause busybox
 log "containerd up at $ep"
 "$out/bin/benchnode" -endpoint "$ep" -base "$base" -wasmlet "${WASMLET:-$repo/bin/wasmlet}" -kubelet "$kubelet" \
-	-pods "${PODS:-1,10,30,100}" -rounds "${ROUNDS:-2}" -agents "${AGENTS:-kubelet,wasmlet}" || status=1
+	-pods "${PODS:-1,10,30,100}" -rounds "${ROUNDS:-2}" -agents "${AGENTS:-kubelet,wasmlet}" \
+	${PROBES:+-probes=true -window "${WINDOW:-60s}"} || status=1
 e2e_runtime_down containerd

@@ -15,6 +15,13 @@
 // listed by the agent's /pods. Agent CPU (utime+stime) and RSS come from
 // /proc, the load average from /proc/loadavg at the moment of each figure.
 // Between runs the agent is stopped and every pod removed through CRI.
+//
+// With -probes each container runs busybox httpd on its own loopback port
+// with an httpGet readiness and an exec liveness probe (period 10 s); after
+// all pods run, the run waits until the agent's /pods shows them all Ready
+// and measures a steady window (-window, 60 s): the agent's CPU, the CPU of
+// containerd and its shims (an exec probe is a runc exec the shim reaps),
+// the agent's RSS and the containers' restarts.
 package main
 
 import (
@@ -53,6 +60,13 @@ type Config struct {
 	Rounds   int
 	Agents   []string // "kubelet", "wasmlet", in this order each round
 	Timeout  time.Duration
+	// Probes gives every pod's container an httpGet readiness probe
+	// (busybox httpd on its own loopback port) and an exec liveness probe,
+	// both every 10 s, and adds a steady-state window of Window after all
+	// pods are Ready, over which the agent's and the runtime's CPU are
+	// measured.
+	Probes bool
+	Window time.Duration
 }
 
 func main() {
@@ -67,6 +81,8 @@ func main() {
 	flag.IntVar(&cfg.Rounds, "rounds", 2, "rounds (each runs every count under each agent)")
 	flag.StringVar(&agents, "agents", "kubelet,wasmlet", "agents, in run order")
 	flag.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "limit for each start and each stop")
+	flag.BoolVar(&cfg.Probes, "probes", false, "give each pod an httpGet readiness and an exec liveness probe and measure a steady-state window")
+	flag.DurationVar(&cfg.Window, "window", time.Minute, "with -probes: the steady-state window after all pods are Ready")
 	flag.Parse()
 	for _, s := range strings.Split(pods, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -137,6 +153,12 @@ type Result struct {
 	// Limits are wasmlet's pod start limit (wasmlet_pod_start_limit), read
 	// once a second while starting; none for an agent without it.
 	Limits []float64
+	// With probes: seconds from the manifests' arrival until the agent's
+	// /pods shows every pod Ready; then, over the steady-state window, the
+	// agent's CPU seconds, the runtime's (containerd and its shims, the
+	// exec probes' cost), the agent's RSS at its end, and the containers'
+	// restarts during it (a failing liveness probe would show here).
+	Ready, CPUSteady, RuntimeCPUSteady, RSSSteady, Restarts Figure
 }
 
 // CRICall is one CRI method's calls in a phase.
@@ -147,8 +169,13 @@ type CRICall struct {
 }
 
 func (r Result) line() string {
-	return fmt.Sprintf("round %d %-7s %3d pods: first %.2fs median %.2fs all %.2fs (load %.2f); stopped %.2fs, gone from /pods %.2fs (load %.2f); cpu start %.2fs stop %.2fs; rss idle %.1f MB running %.1f MB",
+	l := fmt.Sprintf("round %d %-7s %3d pods: first %.2fs median %.2fs all %.2fs (load %.2f); stopped %.2fs, gone from /pods %.2fs (load %.2f); cpu start %.2fs stop %.2fs; rss idle %.1f MB running %.1f MB",
 		r.Round, r.Agent, r.Pods, r.First.V, r.Median.V, r.All.V, r.All.Load, r.Stopped.V, r.Gone.V, r.Gone.Load, r.CPUStart.V, r.CPUStop.V, r.RSSIdle.V, r.RSSRun.V)
+	if r.Ready.V > 0 {
+		l += fmt.Sprintf("; all Ready %.2fs; steady window: agent cpu %.2fs (load %.2f), runtime cpu %.2fs, rss %.1f MB, restarts %.0f",
+			r.Ready.V, r.CPUSteady.V, r.CPUSteady.Load, r.RuntimeCPUSteady.V, r.RSSSteady.V, r.Restarts.V)
+	}
+	return l
 }
 
 // Ports of the agents (not the defaults, so a node agent on the machine
@@ -169,7 +196,7 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 		}
 	}
 	for i := range n {
-		if err := os.WriteFile(filepath.Join(staging, fmt.Sprintf("bench-%03d.yaml", i)), []byte(manifest(i, cfg.Image)), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(staging, fmt.Sprintf("bench-%03d.yaml", i)), []byte(manifest(i, cfg.Image, cfg.Probes)), 0o644); err != nil {
 			return res, err
 		}
 	}
@@ -256,6 +283,11 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 	res.CPUStart = Figure{cpuSeconds(pid) - cpu0, load()}
 	res.RSSRun = Figure{rssMB(pid), load()}
 	res.CRI = criCalls(base + "/metrics")
+	if cfg.Probes {
+		if err := steady(ctx, cfg, &res, base, pid, t0, n); err != nil {
+			return res, fmt.Errorf("%w (log %s)", err, logf.Name())
+		}
+	}
 
 	cpu1 := cpuSeconds(pid)
 	t1 := time.Now()
@@ -282,7 +314,7 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 			}
 		}
 		if !gone {
-			if k, err := listedPods(base + "/pods"); err == nil && k == 0 {
+			if st, err := listedPods(base + "/pods"); err == nil && st.Listed == 0 {
 				gone = true
 				res.Gone = Figure{now, load()}
 			}
@@ -292,8 +324,42 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 	return res, nil
 }
 
-func manifest(i int, image string) string {
-	return fmt.Sprintf(`apiVersion: v1
+// steady waits until the agent's /pods shows all n pods Ready, then
+// measures the agent's and the runtime's CPU over cfg.Window.
+func steady(ctx context.Context, cfg Config, res *Result, base string, pid int, t0 time.Time, n int) error {
+	for {
+		st, err := listedPods(base + "/pods")
+		if err == nil && st.Ready == n {
+			break
+		}
+		if time.Since(t0) > cfg.Timeout {
+			return fmt.Errorf("pods not all Ready after %v: %+v, %v", cfg.Timeout, st, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	res.Ready = Figure{time.Since(t0).Seconds(), load()}
+	before, err := listedPods(base + "/pods")
+	if err != nil {
+		return err
+	}
+	cpu, rcpu := cpuSeconds(pid), runtimeCPU(cfg.Base)
+	time.Sleep(cfg.Window)
+	res.CPUSteady = Figure{cpuSeconds(pid) - cpu, load()}
+	res.RuntimeCPUSteady = Figure{runtimeCPU(cfg.Base) - rcpu, load()}
+	res.RSSSteady = Figure{rssMB(pid), load()}
+	after, err := listedPods(base + "/pods")
+	if err != nil {
+		return err
+	}
+	res.Restarts = Figure{float64(after.Restarts - before.Restarts), load()}
+	return nil
+}
+
+// probePort is pod i's HTTP port on the host's loopback (host network).
+func probePort(i int) int { return 20000 + i }
+
+func manifest(i int, image string, probes bool) string {
+	head := fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata:
   name: bench-%03d
@@ -305,8 +371,25 @@ spec:
   - name: sleep
     image: %s
     imagePullPolicy: IfNotPresent
-    command: ["sleep", "3600"]
 `, i, namespace, image)
+	if !probes {
+		return head + `    command: ["sleep", "3600"]
+`
+	}
+	// busybox httpd in the foreground serving one file; readiness over
+	// HTTP costs the agent (its own GET), liveness by exec costs the
+	// runtime (an ExecSync: runc exec in the container) more than the
+	// agent, so the window shows both kinds.
+	return head + fmt.Sprintf(`    command: ["sh", "-c", "mkdir -p /tmp/www && echo ok >/tmp/www/index.html && exec httpd -f -p 127.0.0.1:%[1]d -h /tmp/www"]
+    readinessProbe:
+      httpGet: {host: 127.0.0.1, port: %[1]d, path: /index.html}
+      periodSeconds: 10
+      timeoutSeconds: 5
+    livenessProbe:
+      exec: {command: ["/bin/true"]}
+      periodSeconds: 10
+      timeoutSeconds: 5
+`, probePort(i))
 }
 
 // agentCmd is the command of one agent, standalone, on the static pod
@@ -377,11 +460,19 @@ func runningPods(ctx context.Context, c *cri.Client) (map[string]bool, error) {
 	return out, nil
 }
 
-// listedPods is how many benchmark pods the agent's /pods lists.
-func listedPods(url string) (int, error) {
+// podsStatus is what the agent's /pods says of the benchmark pods.
+type podsStatus struct {
+	Listed, Ready int // pods listed, pods with the Ready condition True
+	Restarts      int // restart counts of their containers, summed
+}
+
+// listedPods reads the agent's /pods (both agents serve the benchmark's
+// static pods there with their status).
+func listedPods(url string) (podsStatus, error) {
+	var st podsStatus
 	r, err := http.Get(url)
 	if err != nil {
-		return 0, err
+		return st, err
 	}
 	defer r.Body.Close()
 	var list struct {
@@ -389,18 +480,35 @@ func listedPods(url string) (int, error) {
 			Metadata struct {
 				Namespace string `json:"namespace"`
 			} `json:"metadata"`
+			Status struct {
+				Conditions []struct {
+					Type   string `json:"type"`
+					Status string `json:"status"`
+				} `json:"conditions"`
+				ContainerStatuses []struct {
+					RestartCount int `json:"restartCount"`
+				} `json:"containerStatuses"`
+			} `json:"status"`
 		} `json:"items"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&list); err != nil {
-		return 0, err
+		return st, err
 	}
-	k := 0
 	for _, p := range list.Items {
-		if p.Metadata.Namespace == namespace {
-			k++
+		if p.Metadata.Namespace != namespace {
+			continue
+		}
+		st.Listed++
+		for _, c := range p.Status.Conditions {
+			if c.Type == "Ready" && c.Status == "True" {
+				st.Ready++
+			}
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			st.Restarts += c.RestartCount
 		}
 	}
-	return k, nil
+	return st, nil
 }
 
 // gauge reads an unlabelled metric from the agent's /metrics.
@@ -469,16 +577,58 @@ func load() float64 {
 }
 
 // cpuSeconds is the process's user plus system time (clock ticks of 100 Hz).
-func cpuSeconds(pid int) float64 {
+func cpuSeconds(pid int) float64 { return cpuTicks(pid, false) }
+
+// cpuTicks is the process's user plus system seconds, with its reaped
+// children's when children is set.
+func cpuTicks(pid int, children bool) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.ParseFloat(f[11], 64)
-	k, _ := strconv.ParseFloat(f[12], 64)
-	return (u + k) / 100
+	sum := 0.0
+	fields := f[11:13] // utime, stime
+	if children {
+		fields = f[11:15] // and cutime, cstime
+	}
+	for _, v := range fields {
+		x, _ := strconv.ParseFloat(v, 64)
+		sum += x
+	}
+	return sum / 100
+}
+
+// runtimeCPU is the CPU seconds of the private containerd and its shims
+// (the processes whose command line names the state directory base),
+// their reaped children included: runc and the processes an exec probe
+// starts.
+func runtimeCPU(base string) float64 {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	total := 0.0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.Contains(string(cmdline), base) {
+			continue
+		}
+		name := string(cmdline)
+		if i := strings.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if b := filepath.Base(name); b != "containerd" && !strings.HasPrefix(b, "containerd-shim") {
+			continue
+		}
+		total += cpuTicks(pid, true)
+	}
+	return total
 }
 
 func rssMB(pid int) float64 {

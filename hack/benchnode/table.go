@@ -9,21 +9,27 @@ import (
 
 // metric is one row of the table.
 type metric struct {
-	name string
-	unit string
-	get  func(r Result) Figure
+	name   string
+	unit   string
+	get    func(r Result) Figure
+	probes bool // a row of -probes runs only
 }
 
 var metrics = []metric{
-	{"first Running", "s", func(r Result) Figure { return r.First }},
-	{"median Running", "s", func(r Result) Figure { return r.Median }},
-	{"all Running", "s", func(r Result) Figure { return r.All }},
-	{"all stopped after delete", "s", func(r Result) Figure { return r.Stopped }},
-	{"deleted gone from /pods", "s", func(r Result) Figure { return r.Gone }},
-	{"agent CPU to start", "s", func(r Result) Figure { return r.CPUStart }},
-	{"agent CPU to stop", "s", func(r Result) Figure { return r.CPUStop }},
-	{"RSS idle", "MB", func(r Result) Figure { return r.RSSIdle }},
-	{"RSS all running", "MB", func(r Result) Figure { return r.RSSRun }},
+	{"first Running", "s", func(r Result) Figure { return r.First }, false},
+	{"median Running", "s", func(r Result) Figure { return r.Median }, false},
+	{"all Running", "s", func(r Result) Figure { return r.All }, false},
+	{"all stopped after delete", "s", func(r Result) Figure { return r.Stopped }, false},
+	{"deleted gone from /pods", "s", func(r Result) Figure { return r.Gone }, false},
+	{"agent CPU to start", "s", func(r Result) Figure { return r.CPUStart }, false},
+	{"agent CPU to stop", "s", func(r Result) Figure { return r.CPUStop }, false},
+	{"RSS idle", "MB", func(r Result) Figure { return r.RSSIdle }, false},
+	{"RSS all running", "MB", func(r Result) Figure { return r.RSSRun }, false},
+	{"all Ready (probes)", "s", func(r Result) Figure { return r.Ready }, true},
+	{"agent CPU, steady window", "s", func(r Result) Figure { return r.CPUSteady }, true},
+	{"runtime CPU, steady window", "s", func(r Result) Figure { return r.RuntimeCPUSteady }, true},
+	{"RSS end of window", "MB", func(r Result) Figure { return r.RSSSteady }, true},
+	{"restarts in window", "n", func(r Result) Figure { return r.Restarts }, true},
 }
 
 // printTable writes, for each pod count, every metric of each agent round
@@ -40,11 +46,17 @@ func printTable(w io.Writer, cfg Config, results []Result) {
 		return Result{}, false
 	}
 	fmt.Fprintf(w, "\nbench-node: %d round(s), figures per round as value [1-min load average]; ratio = wasmlet/kubelet\n", cfg.Rounds)
+	if cfg.Probes {
+		fmt.Fprintf(w, "probes: each pod an httpGet readiness probe (busybox httpd) and an exec liveness probe (/bin/true), period 10 s;\nCPU over a steady window of %v from all pods Ready (runtime = the private containerd and its shims, exec probes' runc included)\n", cfg.Window)
+	}
 	for _, n := range cfg.Pods {
 		fmt.Fprintf(w, "\n%d pod(s)\n", n)
 		fmt.Fprintf(w, "| %-28s | %-36s | %-36s | %-18s |\n", "", "kubelet", "wasmlet", "ratio")
 		fmt.Fprintf(w, "|%s|%s|%s|%s|\n", strings.Repeat("-", 30), strings.Repeat("-", 38), strings.Repeat("-", 38), strings.Repeat("-", 20))
 		for _, m := range metrics {
+			if m.probes && !cfg.Probes {
+				continue
+			}
 			var k, wl, ratio []string
 			for round := 1; round <= cfg.Rounds; round++ {
 				kr, kok := find("kubelet", n, round)
