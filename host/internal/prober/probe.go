@@ -66,8 +66,11 @@ func (m *Manager) run(ctx context.Context, kind Kind, pod *v1.Pod, c *v1.Contain
 func (m *Manager) execProbe(ctx context.Context, c *v1.Container, e *v1.ExecAction, containerID string, timeout time.Duration) outcome {
 	_, id, _ := strings.Cut(containerID, "://")
 	cmd := podenv.StaticCommand(e.Command, c.Env)
-	ctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
-	defer cancel()
+	// No deadline of the prober's own: the runtime bounds the command by
+	// timeout, and the CRI client the call by its request timeout plus
+	// timeout, as the kubelet's. A busy runtime that starts the command
+	// late (seconds under a burst of execs) must not fail the probe and
+	// restart a healthy container, which a tighter deadline did.
 	out, code, err := m.cfg.Runtime.ExecSync(ctx, id, cmd, timeout)
 	switch {
 	case err != nil && (errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded):

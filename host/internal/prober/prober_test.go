@@ -17,16 +17,20 @@ import (
 )
 
 type fakeRuntime struct {
-	mu     sync.Mutex
-	exit   int
-	execs  int
-	killed []string
+	mu        sync.Mutex
+	exit      int
+	execs     int
+	killed    []string
+	deadlines []time.Duration // left on the ctx of each ExecSync that had one
 }
 
-func (f *fakeRuntime) ExecSync(_ context.Context, id string, cmd []string, _ time.Duration) ([]byte, int, error) {
+func (f *fakeRuntime) ExecSync(ctx context.Context, id string, cmd []string, _ time.Duration) ([]byte, int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.execs++
+	if d, ok := ctx.Deadline(); ok {
+		f.deadlines = append(f.deadlines, time.Until(d))
+	}
 	return []byte("out of " + cmd[0]), f.exit, nil
 }
 
@@ -112,6 +116,23 @@ func TestReadiness_Exec(t *testing.T) {
 	}
 	m.RemovePod("u1")
 	eventually(t, "result forgotten after RemovePod", func() bool { return !m.Ready(c, "containerd://abc") })
+}
+
+// The exec probe leaves the call's deadline to the runtime client (its
+// request timeout plus the probe's, as the kubelet's): a deadline of the
+// prober's own failed probes whose command a busy runtime started late.
+func TestExecProbe_NoDeadlineOfItsOwn(t *testing.T) {
+	rt := &fakeRuntime{}
+	st := &fakeStatuses{st: running("10.0.0.1", time.Now())}
+	m, _ := newManager(t, rt, st)
+	pod := probePod(v1.Container{LivenessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"check"}}}, PeriodSeconds: 1, TimeoutSeconds: 1, FailureThreshold: 1}})
+	m.UpdatePod(pod)
+	eventually(t, "an exec probe ran", func() bool { rt.mu.Lock(); defer rt.mu.Unlock(); return rt.execs > 0 })
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if len(rt.deadlines) != 0 {
+		t.Errorf("ExecSync called with deadlines %v left; want none of the prober's own", rt.deadlines)
+	}
 }
 
 func TestLiveness_KillsAfterThreshold(t *testing.T) {
