@@ -17,6 +17,10 @@
 # Tool and image builds, runtimes and the trap are shared with hack/e2e.sh
 # (hack/lib/e2e.sh).
 #
+# On containerd the control plane is also the TLS bootstrap flavor:
+# --enable-bootstrap-token-auth, kube-controller-manager's CSR approving and
+# signing controllers, certificates of E2E_SIGNING_DURATION (3m).
+#
 # Environment: E2E_RUNTIMES (default "embedded containerd"), E2E_RUN (a -run
 # pattern), E2E_TIMEOUT (default 20m), KEEP_BASE=1 keeps logs; the control
 # plane's ports (APISERVER_PORT 27443, ETCD_PORT 24790, ETCD_PEER_PORT 24800,
@@ -49,10 +53,20 @@ go test -c -tags e2e_apiserver -o "$out/bin/e2eapi.test" ./cmd/wasmlet/e2eapi
 
 suite() { # RUNTIME ENDPOINT
   local rt=$1 ep=$2 cl=$base/cluster-$1
+  local controllers=serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller
+  local apiflags="" kcmflags=""
+  if [[ $rt == containerd ]]; then
+    # The TLS bootstrap flavor (TestTLSBootstrap): bootstrap tokens, the
+    # CSR approver and signer, certificates of 3 minutes (the smallest
+    # lifetime whose 70-90 % rotation deadline is never already past: the
+    # signer backdates a short certificate's NotBefore by 5 minutes).
+    apiflags=--enable-bootstrap-token-auth
+    controllers=$controllers,certificatesigningrequest-approving-controller,certificatesigningrequest-signing-controller
+    kcmflags="--cluster-signing-duration=${E2E_SIGNING_DURATION:-3m}"
+  fi
   log "control plane for $rt"
-  KUBE_APISERVER=$kas hack/apiserver/cluster.sh up "$cl"
-  KCM_CONTROLLERS=serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller \
-    SCHEDULER=0 hack/apiserver/cluster.sh controllers "$cl"
+  APISERVER_FLAGS=$apiflags KUBE_APISERVER=$kas hack/apiserver/cluster.sh up "$cl"
+  KCM_CONTROLLERS=$controllers KCM_FLAGS=$kcmflags SCHEDULER=0 hack/apiserver/cluster.sh controllers "$cl"
   hack/apiserver/cluster.sh node "$cl" "$node" >/dev/null
   log "suite against $rt ($ep)"
   mkdir -p "$base/$rt"

@@ -73,14 +73,19 @@ type fileConfig struct {
 	LogLevel                 *string          `json:"logLevel,omitempty"`
 	LogJSON                  *bool            `json:"logJSON,omitempty"`
 
-	KubeConfig        *string `json:"kubeconfig,omitempty"`
-	SecureAddress     *string `json:"secureAddress,omitempty"`
-	Port              *int    `json:"port,omitempty"`
-	TLSCertFile       *string `json:"tlsCertFile,omitempty"`
-	TLSPrivateKeyFile *string `json:"tlsPrivateKeyFile,omitempty"`
-	ClientCAFile      *string `json:"clientCAFile,omitempty"`
-	AnonymousAuth     *bool   `json:"anonymousAuth,omitempty"`
-	AuthorizationMode *string `json:"authorizationMode,omitempty"`
+	KubeConfig *string `json:"kubeconfig,omitempty"`
+	// RotateCertificates and ServerTLSBootstrap are the
+	// KubeletConfiguration's names of --rotate-certificates and
+	// --rotate-server-certificates.
+	RotateCertificates *bool   `json:"rotateCertificates,omitempty"`
+	ServerTLSBootstrap *bool   `json:"serverTLSBootstrap,omitempty"`
+	SecureAddress      *string `json:"secureAddress,omitempty"`
+	Port               *int    `json:"port,omitempty"`
+	TLSCertFile        *string `json:"tlsCertFile,omitempty"`
+	TLSPrivateKeyFile  *string `json:"tlsPrivateKeyFile,omitempty"`
+	ClientCAFile       *string `json:"clientCAFile,omitempty"`
+	AnonymousAuth      *bool   `json:"anonymousAuth,omitempty"`
+	AuthorizationMode  *string `json:"authorizationMode,omitempty"`
 	// Authentication and Authorization are the kubelet API's settings in
 	// the KubeletConfiguration's shape (the flat clientCAFile,
 	// anonymousAuth and authorizationMode are the same settings; a block
@@ -227,6 +232,10 @@ func runFlags(c *agent.Config, lo *logOptions, configFile *string) *flag.FlagSet
 	fs.Var((*sizeFlag)(&c.ContainerLogMaxSize), "container-log-max-size", "size (a quantity: 10Mi) over which a running container's log is rotated")
 	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "most files a container's log spans, the live one included (at least 2)")
 	fs.StringVar(&c.KubeConfig, "kubeconfig", c.KubeConfig, "kubeconfig with this node's credentials: join the cluster (API pod source, Node + Lease, pod status, mirror pods, events); empty runs standalone")
+	fs.StringVar(&c.BootstrapKubeConfig, "bootstrap-kubeconfig", c.BootstrapKubeConfig, "kubeconfig with a bootstrap token: when --kubeconfig holds no valid client certificate, request one (CSR), store it in --cert-dir and write --kubeconfig pointing at it")
+	fs.StringVar(&c.CertDir, "cert-dir", c.CertDir, "directory of the node's client and serving certificates (default <root-dir>/pki)")
+	fs.BoolVar(&c.RotateCertificates, "rotate-certificates", c.RotateCertificates, "renew the client certificate through a CSR before it expires (default true with --bootstrap-kubeconfig)")
+	fs.BoolVar(&c.RotateServerCertificates, "rotate-server-certificates", c.RotateServerCertificates, "request the kubelet API's serving certificate through a kubernetes.io/kubelet-serving CSR and renew it before it expires")
 	fs.StringVar(&c.SecureAddress, "secure-address", c.SecureAddress, "listen address of the kubelet API (default: all addresses)")
 	fs.IntVar(&c.Port, "port", c.Port, "port of the kubelet API (TLS: /containerLogs, /healthz), served with --kubeconfig or --client-ca-file; 0 disables it")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "the kubelet API's serving certificate (default: self-signed under <root-dir>/pki)")
@@ -270,6 +279,12 @@ func loadRunConfig(args []string, stderr io.Writer) (agent.Config, logOptions, e
 			return cfg, lo, err
 		}
 	}
+	// Bootstrapping renews the certificate it got unless told not to.
+	rotateGiven := false
+	fs.Visit(func(f *flag.Flag) { rotateGiven = rotateGiven || f.Name == "rotate-certificates" })
+	if cfg.BootstrapKubeConfig != "" && !rotateGiven && (file == "" || !fileGives(file, "rotateCertificates")) {
+		cfg.RotateCertificates = true
+	}
 	if cfg.NodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -279,6 +294,21 @@ func loadRunConfig(args []string, stderr io.Writer) (agent.Config, logOptions, e
 	}
 	cfg.NodeName = strings.ToLower(cfg.NodeName)
 	return cfg, lo, validateRunConfig(cfg, lo)
+}
+
+// fileGives reports whether the config file at path (already read without
+// error by applyConfigFile) sets the top-level field key.
+func fileGives(path, key string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var m map[string]any
+	if yaml.Unmarshal(b, &m) != nil {
+		return false
+	}
+	_, ok := m[key]
+	return ok
 }
 
 // applyConfigFile reads a WasmletConfiguration file over cfg and lo.
@@ -320,6 +350,12 @@ func applyConfigFile(path string, cfg *agent.Config, lo *logOptions) error {
 	setString(&cfg.Address, f.Address)
 	setString(&lo.Level, f.LogLevel)
 	setString(&cfg.KubeConfig, f.KubeConfig)
+	if f.RotateCertificates != nil {
+		cfg.RotateCertificates = *f.RotateCertificates
+	}
+	if f.ServerTLSBootstrap != nil {
+		cfg.RotateServerCertificates = *f.ServerTLSBootstrap
+	}
 	setString(&cfg.SecureAddress, f.SecureAddress)
 	setString(&cfg.TLSCertFile, f.TLSCertFile)
 	setString(&cfg.TLSPrivateKeyFile, f.TLSPrivateKeyFile)
@@ -424,6 +460,16 @@ func validateRunConfig(c agent.Config, lo logOptions) error {
 	if c.RootDir == "" {
 		errs = append(errs, errors.New("root-dir is empty"))
 	}
+	if c.KubeConfig == "" {
+		for _, o := range []struct {
+			name string
+			on   bool
+		}{{"bootstrap-kubeconfig", c.BootstrapKubeConfig != ""}, {"rotate-certificates", c.RotateCertificates}, {"rotate-server-certificates", c.RotateServerCertificates}} {
+			if o.on {
+				errs = append(errs, fmt.Errorf("%s needs --kubeconfig (with --bootstrap-kubeconfig, the file it writes)", o.name))
+			}
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -455,7 +501,11 @@ func runAgent(ctx context.Context, args []string, stderr io.Writer) int {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg.Logger, cfg.Registerer = log, reg
-	a, err := agent.New(cfg)
+	a, err := agent.NewContext(ctx, cfg)
+	if errors.Is(err, context.Canceled) {
+		log.Info("stopped before the agent was built", "reason", err)
+		return 0
+	}
 	if err != nil {
 		log.Error("cannot create the agent", "error", err)
 		return 1

@@ -22,7 +22,8 @@
 # client certificate, by their InternalIP, and admits privileged containers (as
 # kubeadm's clusters do; the node decides what it runs).
 #
-# Environment: ETCD_PORT (23790), ETCD_PEER_PORT (23800), APISERVER_PORT (26443),
+# Environment: APISERVER_FLAGS (extra kube-apiserver flags, kept for
+# start-apiserver), KCM_FLAGS (extra kube-controller-manager flags), ETCD_PORT (23790), ETCD_PEER_PORT (23800), APISERVER_PORT (26443),
 # KCM_PORT (26257), SCHEDULER_PORT (26259), KUBE_APISERVER (a binary; default:
 # build or reuse the cached one; the same for the controllers through hack/kube).
 set -euo pipefail
@@ -141,6 +142,7 @@ AP
 		--audit-policy-file "$d/audit-policy.yaml" --audit-log-path "$d/audit.log" --audit-log-format json \
 		--audit-log-mode blocking \
 		--etcd-compaction-interval 15s \
+		$(cat "$d/kube-apiserver.flags" 2>/dev/null) \
 		>>"$d/kube-apiserver.log" 2>&1 &
 	echo $! >"$d/kube-apiserver.pid"
 	if ! wait_http "https://127.0.0.1:$api_port/readyz" 300 --cacert "$d/pki/ca.crt" --cert "$d/pki/admin.crt" --key "$d/pki/admin.key"; then
@@ -161,6 +163,7 @@ start_controllers() {
 		--service-account-private-key-file "$d/pki/sa.key" --root-ca-file "$d/pki/ca.crt" \
 		--cluster-signing-cert-file "$d/pki/ca.crt" --cluster-signing-key-file "$d/pki/ca.key" \
 		--controllers "${KCM_CONTROLLERS:-*}" --service-cluster-ip-range 10.96.0.0/24 \
+		${KCM_FLAGS:-} \
 		>>"$d/kube-controller-manager.log" 2>&1 &
 	echo $! >"$d/kube-controller-manager.pid"
 	wait_http "https://127.0.0.1:$kcm_port/healthz" 300 -k || { log "kube-controller-manager not healthy:"; tail -n 20 "$d/kube-controller-manager.log" >&2; return 1; }
@@ -195,6 +198,7 @@ case $cmd in
 up)
 	bin=${KUBE_APISERVER:-$("$here/../kube/build.sh" kube-apiserver)}
 	echo "$bin" >"$dir/kube-apiserver.path"
+	echo "${APISERVER_FLAGS:-}" >"$dir/kube-apiserver.flags"
 	pki "$dir"
 	start_etcd "$dir"
 	start_apiserver "$dir"

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wasmlet/wasmlet/host/internal/admission"
+	"github.com/wasmlet/wasmlet/host/internal/certificate"
 	"github.com/wasmlet/wasmlet/host/internal/cgroups"
 	"github.com/wasmlet/wasmlet/host/internal/cluster"
 	"github.com/wasmlet/wasmlet/host/internal/config"
@@ -53,6 +54,7 @@ type Agent struct {
 
 	podConfig *config.PodConfig
 	cluster   *cluster.Cluster      // nil when standalone
+	certs     *certificate.Client   // nil without bootstrap or rotation
 	classes   *runtimeclass.Manager // pods' RuntimeClass → CRI handler
 	plugins   *plugins              // nil without a plugin directory
 	data      *podData
@@ -73,7 +75,11 @@ type Agent struct {
 
 // New checks cfg, fills in defaults and builds the agent's parts that need
 // no runtime. It starts nothing; Run does.
-func New(cfg Config) (*Agent, error) {
+func New(cfg Config) (*Agent, error) { return NewContext(context.Background(), cfg) }
+
+// NewContext is New, stopping with ctx: with BootstrapKubeConfig it waits
+// for a usable bootstrap kubeconfig (see host/internal/certificate).
+func NewContext(ctx context.Context, cfg Config) (*Agent, error) {
 	cfg, err := withDefaults(cfg)
 	if err != nil {
 		return nil, err
@@ -93,10 +99,21 @@ func New(cfg Config) (*Agent, error) {
 		sources = append(sources, file.New(file.Config{Path: cfg.StaticPodPath, NodeName: cfg.NodeName, CheckFrequency: cfg.FileCheckFrequency, Logger: a.log.Named("file")}))
 	}
 	if cfg.KubeConfig != "" {
-		a.cluster, err = cluster.New(cluster.Config{
+		ccfg := cluster.Config{
 			KubeConfig: cfg.KubeConfig, QPS: cfg.KubeAPIQPS, Burst: cfg.KubeAPIBurst,
 			UserAgent: "wasmlet/" + Version, NodeName: cfg.NodeName, Registerer: a.reg, Logger: a.log,
-		})
+		}
+		if cfg.BootstrapKubeConfig != "" || cfg.RotateCertificates {
+			a.certs, err = certificate.NewClient(ctx, certificate.ClientConfig{
+				KubeConfig: cfg.KubeConfig, BootstrapKubeConfig: cfg.BootstrapKubeConfig, CertDir: cfg.CertDir,
+				NodeName: cfg.NodeName, Rotate: cfg.RotateCertificates, Logger: a.log.Named("certificate"),
+			})
+			if err != nil {
+				return nil, fmt.Errorf("agent: %w", err)
+			}
+			ccfg.RESTConfig = a.certs.RESTConfig()
+		}
+		a.cluster, err = cluster.New(ccfg)
 		if err != nil {
 			return nil, fmt.Errorf("agent: %w", err)
 		}
@@ -134,6 +151,12 @@ func withDefaults(cfg Config) (Config, error) {
 	}
 	if cfg.PodLogsDir == "" {
 		cfg.PodLogsDir = d.PodLogsDir
+	}
+	if cfg.CertDir == "" {
+		cfg.CertDir = filepath.Join(cfg.RootDir, "pki")
+	}
+	if (cfg.BootstrapKubeConfig != "" || cfg.RotateCertificates || cfg.RotateServerCertificates) && cfg.KubeConfig == "" {
+		return cfg, errors.New("agent: bootstrap-kubeconfig, rotate-certificates and rotate-server-certificates need a kubeconfig (the file bootstrapping writes)")
 	}
 	if cfg.MaxPods <= 0 {
 		cfg.MaxPods = d.MaxPods
@@ -223,8 +246,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 
+	if a.certs != nil {
+		// The node's API connections present this certificate: the
+		// cluster's parts and the kubelet API's webhook wait for it.
+		spawn("client certificate", a.certs.Run)
+		if err := a.certs.WaitForCertificate(ctx); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+	}
 	if a.servesKubeletAPI() {
-		api, err := a.newKubeletAPI(a.node.Load())
+		api, err := a.newKubeletAPI(a.node.Load(), spawn)
 		if err != nil {
 			return err
 		}

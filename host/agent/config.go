@@ -126,6 +126,23 @@ type Config struct {
 	// the agent joins the cluster (API pod source, Node and Lease, pod status,
 	// mirror pods, events); empty runs standalone.
 	KubeConfig string
+	// BootstrapKubeConfig is a kubeconfig with a bootstrap token: when
+	// KubeConfig holds no valid client certificate, the node requests one
+	// with it (a kubernetes.io/kube-apiserver-client-kubelet CSR), stores
+	// it in CertDir and writes KubeConfig pointing at it (TLS bootstrap).
+	BootstrapKubeConfig string
+	// CertDir holds the node's client and serving certificates
+	// (kubelet-client-current.pem, kubelet-server-current.pem) and the
+	// self-signed serving pair; empty means <RootDir>/pki.
+	CertDir string
+	// RotateCertificates renews the client certificate through a CSR
+	// before it expires and switches the API connections to the new one.
+	RotateCertificates bool
+	// RotateServerCertificates requests the kubelet API's serving
+	// certificate through a kubernetes.io/kubelet-serving CSR and renews
+	// it before it expires (the KubeletConfiguration's serverTLSBootstrap);
+	// it needs KubeConfig.
+	RotateServerCertificates bool
 	// KubeAPIQPS and KubeAPIBurst bound the request rate to the API server
 	// (the kubelet's kubeAPIQPS 50, kubeAPIBurst 100).
 	KubeAPIQPS   float32

@@ -2,12 +2,14 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
-	"path/filepath"
+	"net"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/wasmlet/wasmlet/host/internal/certificate"
 	"github.com/wasmlet/wasmlet/host/internal/kubeletapi"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/host/internal/stats"
@@ -32,18 +34,41 @@ func (a *Agent) authorizationMode() string {
 	return kubeletapi.AuthorizationWebhook
 }
 
-// newKubeletAPI builds the kubelet API server for node.
-func (a *Agent) newKubeletAPI(node *v1.Node) (*kubeletapi.Server, error) {
+// newKubeletAPI builds the kubelet API server for node; with
+// RotateServerCertificates it spawns the serving certificate's manager.
+func (a *Agent) newKubeletAPI(node *v1.Node, spawn func(string, func(context.Context) error)) (*kubeletapi.Server, error) {
 	mode := a.authorizationMode()
 	var ips []string
+	var netIPs []net.IP
+	var names []string
 	for _, ad := range node.Status.Addresses {
-		if ad.Type == v1.NodeInternalIP {
-			ips = append(ips, ad.Address)
+		switch ad.Type {
+		case v1.NodeInternalIP, v1.NodeExternalIP:
+			if ip := net.ParseIP(ad.Address); ip != nil {
+				netIPs = append(netIPs, ip)
+			}
+			if ad.Type == v1.NodeInternalIP {
+				ips = append(ips, ad.Address)
+			}
+		case v1.NodeHostName, v1.NodeInternalDNS, v1.NodeExternalDNS:
+			names = append(names, ad.Address)
 		}
 	}
+	var getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	if a.cfg.RotateServerCertificates {
+		srv, err := certificate.NewServer(certificate.ServerConfig{
+			CertDir: a.cfg.CertDir, NodeName: a.cfg.NodeName, DNSNames: names, IPs: netIPs,
+			Client: a.cluster.Client(), Logger: a.log.Named("certificate"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("agent: kubelet API: %w", err)
+		}
+		spawn("serving certificate", srv.Run)
+		getCert = srv.GetCertificate
+	}
 	s, err := kubeletapi.New(kubeletapi.Config{
-		Address: a.cfg.SecureAddress, Port: a.cfg.Port,
-		TLSCertFile: a.cfg.TLSCertFile, TLSKeyFile: a.cfg.TLSPrivateKeyFile, CertDir: filepath.Join(a.cfg.RootDir, "pki"),
+		Address: a.cfg.SecureAddress, Port: a.cfg.Port, GetCertificate: getCert,
+		TLSCertFile: a.cfg.TLSCertFile, TLSKeyFile: a.cfg.TLSPrivateKeyFile, CertDir: a.cfg.CertDir,
 		NodeName: a.cfg.NodeName, NodeIPs: ips,
 		ClientCAFile: a.cfg.ClientCAFile, Client: a.cluster.Client(), Anonymous: a.cfg.AnonymousAuth, Authorization: mode,
 		NoTokenReview: a.cfg.NoTokenReview,
@@ -100,6 +125,7 @@ func (a *Agent) configz() any {
 		"housekeepingInterval": c.HousekeepingInterval.String(), "maxPods": c.MaxPods,
 		"address": c.SecureAddress, "port": c.Port, "readOnlyPort": c.ReadOnlyPort,
 		"tlsCertFile": c.TLSCertFile, "tlsPrivateKeyFile": c.TLSPrivateKeyFile,
+		"rotateCertificates": c.RotateCertificates, "serverTLSBootstrap": c.RotateServerCertificates,
 		"authentication": map[string]any{
 			"x509":      map[string]any{"clientCAFile": c.ClientCAFile},
 			"webhook":   map[string]any{"enabled": a.cluster != nil && !c.NoTokenReview, "cacheTTL": c.TokenCacheTTL.String()},

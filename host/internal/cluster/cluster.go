@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
@@ -33,6 +34,9 @@ import (
 type Config struct {
 	// KubeConfig is a kubeconfig file with the node's credentials.
 	KubeConfig string
+	// RESTConfig, when set, is used instead of loading KubeConfig (the
+	// rotating client certificate's: host/internal/certificate).
+	RESTConfig *rest.Config
 	// QPS and Burst bound the request rate to the API server.
 	QPS   float32
 	Burst int
@@ -68,9 +72,14 @@ func New(cfg Config) (*Cluster, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.KubeConfig)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.KubeConfig, err)
+	var rc *rest.Config
+	if cfg.RESTConfig != nil {
+		rc = rest.CopyConfig(cfg.RESTConfig)
+	} else {
+		var err error
+		if rc, err = clientcmd.BuildConfigFromFlags("", cfg.KubeConfig); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", cfg.KubeConfig, err)
+		}
 	}
 	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
 	rc.UserAgent = cfg.UserAgent

@@ -1,6 +1,7 @@
 package kubeletapi
 
 import (
+	"crypto/tls"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,10 @@ type Config struct {
 	// CertDir holds the generated self-signed certificate; required when
 	// TLSCertFile and TLSKeyFile are empty.
 	CertDir string
+	// GetCertificate, when set, gives the serving certificate at each
+	// handshake (a rotating one: host/internal/certificate) instead of
+	// TLSCertFile/TLSKeyFile or a self-signed one.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 
 	// NodeName is this node's name: the name authorized against (nodes/<name>)
 	// and the self-signed certificate's DNS name.

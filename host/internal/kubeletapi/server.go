@@ -81,11 +81,13 @@ func newServer(cfg Config, opts options) (*Server, error) {
 			return nil, fmt.Errorf("kubelet API: %w", err)
 		}
 	}
-	certFile, keyFile, err := servingCertFiles(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubelet API: %w", err)
+	var certFile, keyFile string
+	if cfg.GetCertificate == nil {
+		if certFile, keyFile, err = servingCertFiles(cfg); err != nil {
+			return nil, fmt.Errorf("kubelet API: %w", err)
+		}
 	}
-	if s.tls, err = newDynamicTLS(certFile, keyFile, clientCA); err != nil {
+	if s.tls, err = newDynamicTLS(certFile, keyFile, cfg.GetCertificate, clientCA); err != nil {
 		return nil, fmt.Errorf("kubelet API: %w", err)
 	}
 

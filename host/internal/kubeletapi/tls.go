@@ -121,20 +121,27 @@ func writeSelfSigned(certFile, keyFile, host string, ips []net.IP) error {
 type dynamicTLS struct {
 	config     *tls.Config
 	controller *dynamiccertificates.DynamicServingCertificateController
-	serving    *dynamiccertificates.DynamicCertKeyPairContent
+	serving    *dynamiccertificates.DynamicCertKeyPairContent // nil with getCert
 	clientCA   *dynamiccertificates.DynamicFileCAContent // nil without x509
 }
 
-// newDynamicTLS loads the serving pair and the client CA (nil: none) once;
+// newDynamicTLS loads the serving pair (or, with getCert, takes each
+// handshake's certificate from it) and the client CA (nil: none) once;
 // run keeps them current.
-func newDynamicTLS(certFile, keyFile string, clientCA *dynamiccertificates.DynamicFileCAContent) (*dynamicTLS, error) {
-	serving, err := dynamiccertificates.NewDynamicServingContentFromFiles("serving-cert", certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("serving certificate: %w", err)
-	}
+func newDynamicTLS(certFile, keyFile string, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), clientCA *dynamiccertificates.DynamicFileCAContent) (*dynamicTLS, error) {
 	base := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"h2", "http/1.1"},
+		MinVersion:     tls.VersionTLS12,
+		NextProtos:     []string{"h2", "http/1.1"},
+		GetCertificate: getCert,
+	}
+	var serving *dynamiccertificates.DynamicCertKeyPairContent
+	var servingProvider dynamiccertificates.CertKeyContentProvider
+	if getCert == nil {
+		var err error
+		if serving, err = dynamiccertificates.NewDynamicServingContentFromFiles("serving-cert", certFile, keyFile); err != nil {
+			return nil, fmt.Errorf("serving certificate: %w", err)
+		}
+		servingProvider = serving
 	}
 	var ca dynamiccertificates.CAContentProvider
 	if clientCA != nil {
@@ -143,8 +150,10 @@ func newDynamicTLS(certFile, keyFile string, clientCA *dynamiccertificates.Dynam
 		base.ClientAuth = tls.RequestClientCert
 		ca = clientCA
 	}
-	c := dynamiccertificates.NewDynamicServingCertificateController(base, ca, serving, nil, nil)
-	serving.AddListener(c)
+	c := dynamiccertificates.NewDynamicServingCertificateController(base, ca, servingProvider, nil, nil)
+	if serving != nil {
+		serving.AddListener(c)
+	}
 	if clientCA != nil {
 		clientCA.AddListener(c)
 	}
@@ -165,7 +174,9 @@ func newDynamicTLS(certFile, keyFile string, clientCA *dynamiccertificates.Dynam
 
 // run watches the files until ctx ends.
 func (d *dynamicTLS) run(ctx context.Context) {
-	go d.serving.Run(ctx, 1)
+	if d.serving != nil {
+		go d.serving.Run(ctx, 1)
+	}
 	if d.clientCA != nil {
 		go d.clientCA.Run(ctx, 1)
 	}
