@@ -1,8 +1,8 @@
 package kubeletapi
 
 import (
-	"crypto/tls"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"

@@ -122,7 +122,7 @@ type dynamicTLS struct {
 	config     *tls.Config
 	controller *dynamiccertificates.DynamicServingCertificateController
 	serving    *dynamiccertificates.DynamicCertKeyPairContent // nil with getCert
-	clientCA   *dynamiccertificates.DynamicFileCAContent // nil without x509
+	clientCA   *dynamiccertificates.DynamicFileCAContent      // nil without x509
 }
 
 // newDynamicTLS loads the serving pair (or, with getCert, takes each
