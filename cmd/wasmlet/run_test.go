@@ -192,6 +192,32 @@ authorization:
 		{"bad authorization mode", []string{"--authorization-mode=RBAC"}, nil, "authorization-mode"},
 		{"key without certificate", []string{"--tls-private-key-file=/k"}, nil, "go together"},
 		{"stray argument", []string{"extra"}, nil, "unexpected arguments"},
+		{"bootstrapping rotates by default", []string{"--kubeconfig=/k", "--bootstrap-kubeconfig=/b", "--cert-dir=/pki", "--rotate-server-certificates"}, func(c agent.Config, _ logOptions) string {
+			if c.BootstrapKubeConfig != "/b" || c.CertDir != "/pki" || !c.RotateCertificates || !c.RotateServerCertificates {
+				return fmt.Sprintf("%+v", c)
+			}
+			return ""
+		}, ""},
+		{"bootstrapping without rotation", []string{"--kubeconfig=/k", "--bootstrap-kubeconfig=/b", "--rotate-certificates=false"}, func(c agent.Config, _ logOptions) string {
+			if c.RotateCertificates {
+				return fmt.Sprintf("%+v", c)
+			}
+			return ""
+		}, ""},
+		{"no rotation without bootstrapping", []string{"--kubeconfig=/k"}, func(c agent.Config, _ logOptions) string {
+			if c.RotateCertificates || c.RotateServerCertificates {
+				return fmt.Sprintf("%+v", c)
+			}
+			return ""
+		}, ""},
+		{"certificate fields in the file", []string{"--bootstrap-kubeconfig=/b", "--config", writeFile(t, dir, "certs.yaml", "kind: WasmletConfiguration\nkubeconfig: /k\nrotateCertificates: false\nserverTLSBootstrap: true\n")}, func(c agent.Config, _ logOptions) string {
+			if c.RotateCertificates || !c.RotateServerCertificates || c.KubeConfig != "/k" {
+				return fmt.Sprintf("%+v", c)
+			}
+			return ""
+		}, ""},
+		{"bootstrap without kubeconfig", []string{"--bootstrap-kubeconfig=/b"}, nil, "bootstrap-kubeconfig needs --kubeconfig"},
+		{"server rotation without kubeconfig", []string{"--rotate-server-certificates"}, nil, "rotate-server-certificates needs --kubeconfig"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -102,7 +102,7 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 	if err := os.MkdirAll(cfg.CertDir, 0o700); err != nil {
 		return nil, fmt.Errorf("cert dir: %w", err)
 	}
-	store, err := certificate.NewFileStore(clientStoreName, cfg.CertDir, cfg.CertDir, "", "")
+	store, err := certificate.NewFileStoreWithLogger(newLogger(cfg.Logger), clientStoreName, cfg.CertDir, cfg.CertDir, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("cert dir %s: %w", cfg.CertDir, err)
 	}

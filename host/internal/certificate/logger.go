@@ -7,8 +7,8 @@ import (
 
 // hclogSink carries client-go's contextual (logr) logs into the agent's
 // hclog logger: levels 0 to 2 (where the certificate manager says what it
-// requests, waits for and got) at info, errors at error, the rest at
-// debug.
+// requests, waits for and got) at info, errors at error; higher levels
+// (client-go's request and response dumps) are dropped.
 type hclogSink struct {
 	log  hclog.Logger
 	name string
@@ -19,15 +19,16 @@ func newLogger(l hclog.Logger) logr.Logger { return logr.New(&hclogSink{log: l})
 
 func (s *hclogSink) Init(logr.RuntimeInfo) {}
 
-func (s *hclogSink) Enabled(int) bool { return true }
+// maxLevel is the highest logr level passed on.
+const maxLevel = 2
+
+func (s *hclogSink) Enabled(level int) bool { return level <= maxLevel }
 
 func (s *hclogSink) Info(level int, msg string, kv ...any) {
-	args := append(append([]any{}, s.kv...), kv...)
-	if level <= 2 {
-		s.log.Info(s.prefix()+msg, args...)
+	if level > maxLevel {
 		return
 	}
-	s.log.Debug(s.prefix()+msg, args...)
+	s.log.Info(s.prefix()+msg, append(append([]any{}, s.kv...), kv...)...)
 }
 
 func (s *hclogSink) Error(err error, msg string, kv ...any) {

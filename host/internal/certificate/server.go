@@ -60,7 +60,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err := os.MkdirAll(cfg.CertDir, 0o700); err != nil {
 		return nil, fmt.Errorf("cert dir: %w", err)
 	}
-	store, err := certificate.NewFileStore(serverStoreName, cfg.CertDir, cfg.CertDir, "", "")
+	store, err := certificate.NewFileStoreWithLogger(newLogger(cfg.Logger), serverStoreName, cfg.CertDir, cfg.CertDir, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("cert dir %s: %w", cfg.CertDir, err)
 	}
