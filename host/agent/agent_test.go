@@ -273,3 +273,24 @@ func TestAgent_Run_HousekeepingKillsOrphans(t *testing.T) {
 		t.Errorf("restarts %d, StopContainer calls %d (want 0 and 1)", a.Pods()[0].Status.ContainerStatuses[0].RestartCount, h.count("StopContainer"))
 	}
 }
+
+func TestNewContext_Certificates(t *testing.T) {
+	dir := t.TempDir()
+	// Bootstrapping writes the kubeconfig, so it needs its path.
+	if _, err := New(Config{NodeName: "n1", RootDir: dir, BootstrapKubeConfig: filepath.Join(dir, "b")}); err == nil || !strings.Contains(err.Error(), "need a kubeconfig") {
+		t.Errorf("bootstrap without kubeconfig: %v", err)
+	}
+	// Stopped while the bootstrap kubeconfig is missing: the context's
+	// error, after the file was named in the log.
+	var log strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := NewContext(ctx, Config{
+		NodeName: "n1", RootDir: dir, KubeConfig: filepath.Join(dir, "node.kubeconfig"),
+		BootstrapKubeConfig: filepath.Join(dir, "missing.kubeconfig"),
+		Logger:              hclog.New(&hclog.LoggerOptions{Output: &log}),
+	})
+	if err == nil || !strings.Contains(err.Error(), "context deadline exceeded") || !strings.Contains(log.String(), filepath.Join(dir, "missing.kubeconfig")) {
+		t.Errorf("stopped while waiting: %v; log:\n%s", err, log.String())
+	}
+}
