@@ -116,7 +116,7 @@ authorization:
 		}, ""},
 		{"file", []string{"--config", full}, func(c agent.Config, lo logOptions) string {
 			want := agent.Config{NodeName: "node-a", StaticPodPath: "/etc/wasmlet/manifests", FileCheckFrequency: 5 * time.Second,
-				PodObjectsDir: "/etc/wasmlet/objects", VolumeResyncPeriod: d.VolumeResyncPeriod,
+				PodObjectsDir: "/etc/wasmlet/objects", VolumeResyncPeriod: d.VolumeResyncPeriod, PluginIdleTimeout: d.PluginIdleTimeout,
 				Port: 10251, ClientCAFile: "/etc/wasmlet/ca.crt", AuthorizationMode: "Webhook", PluginDir: "/etc/wasmlet/plugins", RuntimeEndpoint: "unix:///run/containerd/containerd.sock", ImageEndpoint: "unix:///run/images.sock",
 				RuntimeRequestTimeout: 30 * time.Second, RootDir: "/srv/wasmlet", PodLogsDir: "/srv/logs", SyncFrequency: 30 * time.Second,
 				HousekeepingInterval: 3 * time.Second, PLEGRelistPeriod: 500 * time.Millisecond, MaxPods: 50, Address: "0.0.0.0", ReadOnlyPort: 10256,
