@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"k8s.io/cri-client/pkg/fake"
 
 	"github.com/wasmlet/wasmlet/host/agent"
+	"github.com/wasmlet/wasmlet/internal/syncbuf"
 )
 
 func writeFile(t *testing.T, dir, name, content string) string {
@@ -238,23 +237,6 @@ authorization:
 	}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func freePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -289,7 +271,7 @@ func TestRunAgent(t *testing.T) {
 	conf := writeFile(t, dir, "wasmlet.yaml", fmt.Sprintf("kind: WasmletConfiguration\nnodeName: n1\nstaticPodPath: %s\nrootDir: %s\npodLogsDir: %s\nreadOnlyPort: %d\nplegRelistPeriod: 100ms\n",
 		manifests, filepath.Join(dir, "root"), filepath.Join(dir, "logs"), port))
 
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	code := make(chan int, 1)
@@ -346,7 +328,7 @@ func TestRunAgent_runtimeUnreachable(t *testing.T) {
 	port := freePort(t)
 	conf := writeFile(t, dir, "wasmlet.yaml", fmt.Sprintf("kind: WasmletConfiguration\nnodeName: n1\nrootDir: %s\npodLogsDir: %s\nreadOnlyPort: %d\n",
 		filepath.Join(dir, "root"), filepath.Join(dir, "logs"), port))
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	code := make(chan int, 1)
@@ -380,7 +362,7 @@ func TestRunAgent_runtimeUnreachable(t *testing.T) {
 
 // pollAgain fails the test when the agent exited or deadline passed (with
 // what() and the logs), else pauses before the next poll.
-func pollAgain(t *testing.T, code <-chan int, logs *lockedBuffer, deadline time.Time, what func() string) {
+func pollAgain(t *testing.T, code <-chan int, logs *syncbuf.Buffer, deadline time.Time, what func() string) {
 	t.Helper()
 	select {
 	case c := <-code:

@@ -1,20 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wasmlet/wasmlet/internal/syncbuf"
 )
 
 type fakeRuntime struct {
@@ -28,18 +28,6 @@ func (fakeRuntime) Version(context.Context, *runtimeapi.VersionRequest) (*runtim
 func (fakeRuntime) RunPodSandbox(_ context.Context, r *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: "sb-" + r.Config.Metadata.Name}, nil
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // The proxy forwards calls it does not record and records RunPodSandbox,
 // answering with the runtime's response.
@@ -57,7 +45,7 @@ func TestProxy(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	go proxy(ctx, "unix://"+proxySock, "unix://"+rtSock, out)
 	conn, err := grpc.NewClient("unix://"+proxySock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

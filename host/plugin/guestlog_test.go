@@ -1,13 +1,13 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/wasmlet/wasmlet/internal/syncbuf"
 )
 
 func TestLogBudget_Allow(t *testing.T) {
@@ -33,27 +33,10 @@ func TestLogBudget_Allow(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestPlugin_GuestLog checks that the log import and guest stderr reach the
 // host logger under the plugin's name, within the byte budget.
 func TestPlugin_GuestLog(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Debug})
 	p := load(t, goGuest(t), Config{Logger: log, GuestLogMax: 200, CacheDir: testCacheDir(t)})
 	ctx := context.Background()

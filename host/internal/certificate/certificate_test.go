@@ -1,7 +1,6 @@
 package certificate
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -31,6 +30,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/wasmlet/wasmlet/internal/syncbuf"
 )
 
 // testCA signs the fake API server's certificates.
@@ -129,25 +130,7 @@ func newFakeSigner(t *testing.T, ca *testCA, lifetime time.Duration, deny bool) 
 	return f
 }
 
-// syncBuffer is a log sink safe for the manager's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func testLogger(buf *syncBuffer) hclog.Logger {
+func testLogger(buf *syncbuf.Buffer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Output: buf, Level: hclog.Debug})
 }
 
@@ -230,7 +213,7 @@ func TestLoadBootstrapKubeConfig(t *testing.T) {
 }
 
 // bootstrapClient runs a Client that bootstraps against f in dir.
-func bootstrapClient(t *testing.T, ctx context.Context, dir string, f *fakeSigner, rotate bool, log *syncBuffer) *Client {
+func bootstrapClient(t *testing.T, ctx context.Context, dir string, f *fakeSigner, rotate bool, log *syncbuf.Buffer) *Client {
 	t.Helper()
 	bootstrap := filepath.Join(dir, "bootstrap.kubeconfig")
 	if _, err := os.Stat(bootstrap); err != nil {
@@ -253,7 +236,7 @@ func TestNewClient_Bootstrap(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	f := newFakeSigner(t, newTestCA(t), time.Hour, false)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	c := bootstrapClient(t, ctx, dir, f, true, &log)
 	if c.Current() != nil {
 		t.Fatal("a certificate before the manager ran")
@@ -298,7 +281,7 @@ func TestNewClient_Bootstrap(t *testing.T) {
 		t.Fatal(err)
 	}
 	f2 := newFakeSigner(t, newTestCA(t), time.Hour, false)
-	var log2 syncBuffer
+	var log2 syncbuf.Buffer
 	c2, err := NewClient(context.Background(), ClientConfig{
 		KubeConfig: filepath.Join(dir, "kubelet.kubeconfig"), BootstrapKubeConfig: filepath.Join(dir, "bootstrap.kubeconfig"),
 		CertDir: filepath.Join(dir, "pki"), NodeName: "n1", Rotate: true,
@@ -329,7 +312,7 @@ func TestNewClient_Rotates(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := newFakeSigner(t, newTestCA(t), 2*time.Second, false)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	c := bootstrapClient(t, ctx, t.TempDir(), f, true, &log)
 	go c.Run(ctx)
 	eventually(t, "the first certificate", func() bool { return c.Current() != nil })
@@ -348,7 +331,7 @@ func TestNewClient_NoRotation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := newFakeSigner(t, newTestCA(t), 2*time.Second, false)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	c := bootstrapClient(t, ctx, t.TempDir(), f, false, &log)
 	go c.Run(ctx)
 	eventually(t, "the first certificate", func() bool { return c.Current() != nil })
@@ -364,7 +347,7 @@ func TestNewClient_Denied(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := newFakeSigner(t, newTestCA(t), time.Hour, true)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	c := bootstrapClient(t, ctx, t.TempDir(), f, true, &log)
 	go c.Run(ctx)
 	eventually(t, "the denial logged", func() bool {
@@ -381,7 +364,7 @@ func TestNewClient_Denied(t *testing.T) {
 func TestNewClient_WaitsForBootstrapKubeConfig(t *testing.T) {
 	dir := t.TempDir()
 	bootstrap := filepath.Join(dir, "bootstrap.kubeconfig")
-	var log syncBuffer
+	var log syncbuf.Buffer
 	type result struct {
 		c   *Client
 		err error
@@ -433,7 +416,7 @@ func TestServer_GetCertificate(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	f := newFakeSigner(t, newTestCA(t), time.Hour, false)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	s, err := NewServer(ServerConfig{
 		CertDir: t.TempDir(), NodeName: "n1", DNSNames: []string{"host1"}, IPs: []net.IP{net.ParseIP("192.0.2.7")},
 		Client: f, Logger: testLogger(&log),

@@ -8,10 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/wasmlet/wasmlet/internal/syncbuf"
 )
 
 // deadline bounds every wait in these tests; nothing asserts speed.
@@ -149,25 +150,7 @@ func TestParseRecord(t *testing.T) {
 	}
 }
 
-// syncBuffer is a goroutine-safe writer whose content a test can wait for.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *syncBuffer) waitFor(t *testing.T, want string) {
+func waitFor(t *testing.T, b *syncbuf.Buffer, want string) {
 	t.Helper()
 	end := time.Now().Add(deadline)
 	for time.Now().Before(end) {
@@ -181,7 +164,7 @@ func (b *syncBuffer) waitFor(t *testing.T, want string) {
 
 // startFollow runs copyLogs with follow on path; the returned channel
 // receives its result.
-func startFollow(t *testing.T, ctx context.Context, path string, o readOptions, running func() bool, out *syncBuffer) <-chan error {
+func startFollow(t *testing.T, ctx context.Context, path string, o readOptions, running func() bool, out *syncbuf.Buffer) <-chan error {
 	t.Helper()
 	f, err := openLog(path)
 	if err != nil {
@@ -209,14 +192,14 @@ func TestCopyLogs_follow(t *testing.T) {
 	path := writeLog(t, "2024-01-01T00:00:01Z stdout F one\n2024-01-01T00:00:02Z stdout F two\n")
 	var running atomic.Bool
 	running.Store(true)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	done := startFollow(t, context.Background(), path, readOptions{tailLines: 1, timestamps: true}, running.Load, &out)
-	out.waitFor(t, "2024-01-01T00:00:02.000000000Z two\n")
+	waitFor(t, &out, "2024-01-01T00:00:02.000000000Z two\n")
 
 	// A partial entry, then a full one written in two pieces.
 	appendLog(t, path, "2024-01-01T00:00:03Z stderr P thr\n2024-01-01T00:00:04Z stderr F ee")
 	appendLog(t, path, "\n")
-	out.waitFor(t, "2024-01-01T00:00:02.000000000Z two\n2024-01-01T00:00:03.000000000Z three\n")
+	waitFor(t, &out, "2024-01-01T00:00:02.000000000Z two\n2024-01-01T00:00:03.000000000Z three\n")
 
 	// Written before the container stops: read before the follow ends.
 	appendLog(t, path, "2024-01-01T00:00:05Z stdout F four\n")
@@ -231,7 +214,7 @@ func TestCopyLogs_follow(t *testing.T) {
 
 func TestCopyLogs_followStoppedContainer(t *testing.T) {
 	path := writeLog(t, "2024-01-01T00:00:01Z stdout F one\n")
-	var out syncBuffer
+	var out syncbuf.Buffer
 	done := startFollow(t, context.Background(), path, readOptions{tailLines: -1}, func() bool { return false }, &out)
 	if err := waitDone(t, done); err != nil {
 		t.Fatal(err)
@@ -244,9 +227,9 @@ func TestCopyLogs_followStoppedContainer(t *testing.T) {
 func TestCopyLogs_followClientGone(t *testing.T) {
 	path := writeLog(t, "2024-01-01T00:00:01Z stdout F one\n")
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
+	var out syncbuf.Buffer
 	done := startFollow(t, ctx, path, readOptions{tailLines: -1}, func() bool { return true }, &out)
-	out.waitFor(t, "one\n")
+	waitFor(t, &out, "one\n")
 	cancel()
 	if err := waitDone(t, done); !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want context.Canceled", err)
@@ -255,9 +238,9 @@ func TestCopyLogs_followClientGone(t *testing.T) {
 
 func TestCopyLogs_followLimitBytes(t *testing.T) {
 	path := writeLog(t, "2024-01-01T00:00:01Z stdout F one\n")
-	var out syncBuffer
+	var out syncbuf.Buffer
 	done := startFollow(t, context.Background(), path, readOptions{tailLines: -1, limitBytes: 6}, func() bool { return true }, &out)
-	out.waitFor(t, "one\n")
+	waitFor(t, &out, "one\n")
 	appendLog(t, path, "2024-01-01T00:00:02Z stdout F two\n")
 	if err := waitDone(t, done); err != nil {
 		t.Fatal(err)
@@ -271,9 +254,9 @@ func TestCopyLogs_followRotation(t *testing.T) {
 	path := writeLog(t, "2024-01-01T00:00:01Z stdout F one\n")
 	var running atomic.Bool
 	running.Store(true)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	done := startFollow(t, context.Background(), path, readOptions{tailLines: -1}, running.Load, &out)
-	out.waitFor(t, "one\n")
+	waitFor(t, &out, "one\n")
 
 	// The kubelet's rotation: rename, then the runtime reopens a new file.
 	if err := os.Rename(path, path+".20240101-000002"); err != nil {
@@ -283,9 +266,9 @@ func TestCopyLogs_followRotation(t *testing.T) {
 	if err := os.WriteFile(path, []byte("2024-01-01T00:00:03Z stdout F three\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out.waitFor(t, "one\ntwo\nthree\n")
+	waitFor(t, &out, "one\ntwo\nthree\n")
 	appendLog(t, path, "2024-01-01T00:00:04Z stdout F four\n")
-	out.waitFor(t, "one\ntwo\nthree\nfour\n")
+	waitFor(t, &out, "one\ntwo\nthree\nfour\n")
 	running.Store(false)
 	if err := waitDone(t, done); err != nil {
 		t.Fatal(err)

@@ -1,11 +1,9 @@
 package objects
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/wasmlet/wasmlet/internal/syncbuf"
 )
 
 // patience bounds every wait for something asynchronous; tests never
@@ -227,26 +227,8 @@ func TestClusterUnreferencedObjectIsFetched(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for a logger and a test to share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestClusterForbiddenWatchDoesNotHang(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	client := fake.NewClientset(secret("default", "s", nil))
 	var lists atomic.Int32
 	client.PrependReactor("list", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {

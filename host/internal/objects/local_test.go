@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/wasmlet/wasmlet/internal/syncbuf"
 )
 
 func writeFile(t *testing.T, path, content string) {
@@ -21,7 +23,7 @@ func writeFile(t *testing.T, path, content string) {
 
 // newTestLocal is a Local on dir logging to logs, re-reading on every
 // lookup.
-func newTestLocal(dir string, logs *lockedBuffer) *Local {
+func newTestLocal(dir string, logs *syncbuf.Buffer) *Local {
 	l := NewLocal(dir, hclog.New(&hclog.LoggerOptions{Output: logs}))
 	l.interval = 0
 	return l
@@ -55,7 +57,7 @@ func TestLocalObjects(t *testing.T) {
 		`{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "j"}, "data": {"k": "v"}}`)
 	writeFile(t, filepath.Join(dir, "notes.txt"), "not a manifest")
 	writeFile(t, filepath.Join(dir, ".hidden.yaml"), "this: [is not parsed")
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	l := newTestLocal(dir, &logs)
 	ctx := context.Background()
 
@@ -135,7 +137,7 @@ func TestLocalBrokenFileAndDuplicates(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "c-broken.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: [oops\n")
 	writeFile(t, filepath.Join(dir, "d-unknown.yml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: d}\ndat: {typo: x}\n")
 	writeFile(t, filepath.Join(dir, "e-kind.yaml"), "apiVersion: v1\nkind: Pod\nmetadata: {name: e}\n")
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	l := newTestLocal(dir, &logs)
 	ctx := context.Background()
 
@@ -180,7 +182,7 @@ func TestLocalRereadsAfterInterval(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cm.yaml")
 	writeFile(t, path, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {v: one}\n")
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	l := newTestLocal(dir, &logs)
 	now := l.now()
 	l.now = func() time.Time { return now }
@@ -217,7 +219,7 @@ func TestLocalRereadsAfterInterval(t *testing.T) {
 }
 
 func TestLocalMissingDir(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	dir := filepath.Join(t.TempDir(), "absent")
 	l := newTestLocal(dir, &logs)
 	for i := 0; i < 2; i++ {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/wasmlet/wasmlet/internal/syncbuf"
 )
 
 func TestLocalSkipsFIFO(t *testing.T) {
@@ -17,7 +19,7 @@ func TestLocalSkipsFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.yaml"), 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	l := newTestLocal(dir, &logs)
 
 	done := make(chan error, 1)

@@ -18,6 +18,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/internal/syncbuf"
 )
 
 const webYAML = `apiVersion: v1
@@ -154,23 +155,6 @@ func pod(name, image string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec:\n  containers: [{name: c, image: %q}]\n", name, image)
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestSource_Run(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) {
@@ -187,7 +171,7 @@ func TestSource_Run(t *testing.T) {
 	}
 	write("a.yaml", pod("a", "img:1"))
 	write("bad.yaml", "kind: [")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s := New(Config{Path: dir, NodeName: "n1", CheckFrequency: time.Hour,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
 	ch := make(chan config.PodUpdate)
@@ -243,7 +227,7 @@ func TestSource_scan_duplicates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s := New(Config{Path: dir, NodeName: "n1", Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
 	var got []string
 	for _, p := range s.scan() {
@@ -389,7 +373,7 @@ func TestSource_Run_badPaths(t *testing.T) {
 	write("g-huge.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: huge\n  annotations: {big: "+strings.Repeat("x", 300<<10)+"}\nspec:\n  containers: [{name: c, image: img}]\n")
 	write("h-good.yaml", pod("good", "img:1"))
 	write("i-dup.yaml", pod("good", "img:dup"))
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s := New(Config{Path: dir, NodeName: "n1", CheckFrequency: 10 * time.Millisecond,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
 	ch := make(chan config.PodUpdate)
@@ -470,7 +454,7 @@ func TestSource_refresh_removed(t *testing.T) {
 	if err := os.WriteFile(p, []byte(pod("a", "img:1")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s := New(Config{Path: dir, NodeName: "n1", Logger: hclog.New(&hclog.LoggerOptions{Output: &logs})})
 	if pods := s.scan(); len(pods) != 1 {
 		t.Fatalf("scan: %d pods", len(pods))
