@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -248,17 +249,10 @@ func (c *Client) Run(ctx context.Context) error {
 	if last != nil {
 		c.log.Info("client certificate", "serial", last.Leaf.SerialNumber.String(), "not_after", last.Leaf.NotAfter.UTC())
 	}
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	wait.UntilWithContext(ctx, func(context.Context) {
 		cur := c.manager.Current()
 		if cur == nil || cur == last {
-			continue
+			return
 		}
 		if last == nil {
 			c.log.Info("client certificate issued", "serial", cur.Leaf.SerialNumber.String(), "not_after", cur.Leaf.NotAfter.UTC(), "file", filepath.Join(c.cfg.CertDir, clientStoreName+"-current.pem"))
@@ -271,7 +265,8 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		last = cur
 		c.dialer.CloseAll()
-	}
+	}, time.Second)
+	return nil
 }
 
 // rotatingConfig is base's cluster (server, CA, server name) with a

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/certificate"
 	"k8s.io/klog/v2"
@@ -104,17 +105,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if last == nil {
 		s.log.Info("requesting a serving certificate: approve its kubernetes.io/kubelet-serving CSR (kubectl certificate approve)", "node", s.cfg.NodeName)
 	}
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	wait.UntilWithContext(ctx, func(context.Context) {
 		if cur := s.manager.Current(); cur != nil && cur != last {
 			s.log.Info("serving certificate", "serial", cur.Leaf.SerialNumber.String(), "not_after", cur.Leaf.NotAfter.UTC())
 			last = cur
 		}
-	}
+	}, time.Second)
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
@@ -104,20 +105,14 @@ func New(cfg Config) (*Rotator, error) {
 	return &Rotator{cfg: cfg, log: cfg.Logger}, nil
 }
 
-// Run checks the logs every Period until ctx ends.
+// Run checks the logs at once and then every Period until ctx ends.
 func (r *Rotator) Run(ctx context.Context) error {
-	t := time.NewTicker(r.cfg.Period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := r.RotateOnce(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("container log rotation", "error", err)
 		}
-	}
+	}, r.cfg.Period)
+	return nil
 }
 
 // RotateOnce rotates each running container's log that is over MaxSize.
