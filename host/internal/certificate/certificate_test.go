@@ -266,7 +266,7 @@ func TestNewClient_Bootstrap(t *testing.T) {
 	if err != nil || !strings.Contains(string(kc), "client-certificate: "+current) || strings.Contains(string(kc), "token") {
 		t.Errorf("kubeconfig %v: want the client certificate %s and no token:\n%s", err, current, kc)
 	}
-	if ok, why := clientConfigValid(filepath.Join(dir, "kubelet.kubeconfig"), time.Now()); !ok {
+	if rc, _, why := validClientConfig(filepath.Join(dir, "kubelet.kubeconfig"), time.Now()); rc == nil {
 		t.Errorf("written kubeconfig not valid: %s", why)
 	}
 	rc := c.RESTConfig()

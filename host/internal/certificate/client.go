@@ -117,19 +117,12 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		GetUsages:  certificate.DefaultKubeletClientGetUsages,
 		Name:       "client certificate",
 	}
-	if valid, why := clientConfigValid(cfg.KubeConfig, time.Now()); valid {
-		if userConfig, err = loadRESTConfig(cfg.KubeConfig); err != nil {
-			return nil, fmt.Errorf("kubeconfig %s: %w", cfg.KubeConfig, err)
-		}
-		certConfig = userConfig
+	if rc, pair, why := validClientConfig(cfg.KubeConfig, time.Now()); rc != nil {
+		userConfig, certConfig = rc, rc
 		c.log.Info("kubeconfig holds a valid client certificate: no bootstrap", "kubeconfig", cfg.KubeConfig)
 		// A kubeconfig written by bootstrapping names the store's file;
 		// another one (kubeadm's, made by hand) seeds the store.
 		if userConfig.CertFile != store.CurrentPath() {
-			pair, err := tlsPEM(userConfig)
-			if err != nil {
-				return nil, fmt.Errorf("kubeconfig %s: %w", cfg.KubeConfig, err)
-			}
 			mcfg.BootstrapCertificatePEM, mcfg.BootstrapKeyPEM = pair.cert, pair.key
 		}
 	} else {
@@ -190,7 +183,7 @@ func LoadBootstrapKubeConfig(path string) (*rest.Config, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("bootstrap kubeconfig %s: %w", path, err)
 	}
-	rc, err := loadRESTConfig(path)
+	rc, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("bootstrap kubeconfig %s: %w", path, err)
 	}
@@ -302,15 +295,6 @@ func rotatingConfig(base *rest.Config, m certificate.Manager) (*rest.Config, *co
 	return rc, d, nil
 }
 
-func loadRESTConfig(path string) (*rest.Config, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
-	raw, err := rules.Load()
-	if err != nil {
-		return nil, err
-	}
-	return clientcmd.NewNonInteractiveClientConfig(*raw, raw.CurrentContext, &clientcmd.ConfigOverrides{}, rules).ClientConfig()
-}
-
 type pemPair struct{ cert, key []byte }
 
 // tlsPEM is the client certificate and key of rc, from its files or data.
@@ -333,37 +317,37 @@ func tlsPEM(rc *rest.Config) (pemPair, error) {
 	return p, nil
 }
 
-// clientConfigValid reports whether the kubeconfig at path exists, loads
-// and holds a client certificate and key that are valid at now; if not,
-// why.
-func clientConfigValid(path string, now time.Time) (bool, string) {
+// validClientConfig loads the kubeconfig at path and returns it with its
+// client certificate and key when it exists and they are valid at now;
+// otherwise nil and why.
+func validClientConfig(path string, now time.Time) (*rest.Config, pemPair, string) {
 	if _, err := os.Stat(path); err != nil {
 		if os.IsNotExist(err) {
-			return false, "no such file"
+			return nil, pemPair{}, "no such file"
 		}
-		return false, err.Error()
+		return nil, pemPair{}, err.Error()
 	}
-	rc, err := loadRESTConfig(path)
+	rc, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
-		return false, err.Error()
+		return nil, pemPair{}, err.Error()
 	}
 	p, err := tlsPEM(rc)
 	if err != nil {
-		return false, err.Error()
+		return nil, pemPair{}, err.Error()
 	}
 	if _, err := tls.X509KeyPair(p.cert, p.key); err != nil {
-		return false, err.Error()
+		return nil, pemPair{}, err.Error()
 	}
 	certs, err := certutil.ParseCertsPEM(p.cert)
 	if err != nil {
-		return false, err.Error()
+		return nil, pemPair{}, err.Error()
 	}
 	for _, c := range certs {
 		if now.After(c.NotAfter) {
-			return false, fmt.Sprintf("client certificate expired at %s", c.NotAfter.UTC().Format(time.RFC3339))
+			return nil, pemPair{}, fmt.Sprintf("client certificate expired at %s", c.NotAfter.UTC().Format(time.RFC3339))
 		}
 	}
-	return true, ""
+	return rc, p, ""
 }
 
 // writeKubeconfig writes the node's kubeconfig: bootstrap's cluster,
