@@ -60,7 +60,8 @@ type Agent struct {
 	data      *podData
 	pods      *pod.Manager
 	statuses  *status.Manager
-	node      atomic.Pointer[v1.Node] // set by Run once the runtime answers
+	node      atomic.Pointer[v1.Node]                 // set by Run once the runtime answers
+	handlers  atomic.Pointer[[]v1.NodeRuntimeHandler] // the runtime's, as its last Status listed them
 
 	// built is set once the parts below are; /healthz reads them only
 	// then. Until then connectErr holds why the runtime does not answer.
@@ -265,7 +266,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.cluster != nil {
 		a.cluster.Start(cluster.StartConfig{
-			Node: a.node.Load(), Ready: a.nodeReady, Pods: a.pods, Statuses: a.statuses,
+			Node: a.node.Load(), Ready: a.nodeReady, RuntimeHandlers: a.runtimeHandlers, Pods: a.pods, Statuses: a.statuses,
 			SourcesSeen:           a.podConfig.SeenAllSources,
 			StatusUpdateFrequency: a.cfg.NodeStatusUpdateFrequency,
 			StatusReportFrequency: a.cfg.NodeStatusReportFrequency,
@@ -486,11 +487,23 @@ func (a *Agent) runtimeReady() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	h, err := a.rt.Health(ctx)
+	if err == nil {
+		a.handlers.Store(&h.Handlers)
+	}
 	switch {
 	case err != nil:
 		return fmt.Errorf("container runtime is down: %w", err)
 	case !h.RuntimeReady:
 		return fmt.Errorf("container runtime not ready: %s", h.Message)
+	}
+	return nil
+}
+
+// runtimeHandlers are the runtime's handlers as its last CRI Status
+// listed them (the node status reads them after nodeReady asked).
+func (a *Agent) runtimeHandlers() []v1.NodeRuntimeHandler {
+	if h := a.handlers.Load(); h != nil {
+		return *h
 	}
 	return nil
 }

@@ -34,6 +34,10 @@ func TestRuntime_Version(t *testing.T) {
 	if !ready[runtimeapi.RuntimeReady] || !ready[runtimeapi.NetworkReady] {
 		t.Errorf("Status conditions = %v, want runtime and network ready", st.Status.Conditions)
 	}
+	if hs := st.RuntimeHandlers; len(hs) != 1 || hs[0].Name != "" || hs[0].Features == nil ||
+		hs[0].Features.RecursiveReadOnlyMounts || hs[0].Features.UserNamespaces {
+		t.Errorf("Status runtime handlers = %v, want the default handler alone, without recursive read-only mounts or user namespaces", hs)
+	}
 }
 
 func TestRuntime_StartContainer(t *testing.T) {

@@ -35,12 +35,13 @@ func (s *runtimeServer) Version(context.Context, *runtimeapi.VersionRequest) (*r
 }
 
 // Status implements the CRI call: the runtime and the (node's) network are
-// always ready.
+// always ready, and the one handler is the default (""), without recursive
+// read-only mounts or user namespaces (a WASI module has neither).
 func (s *runtimeServer) Status(_ context.Context, req *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
 	resp := &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true},
 		{Type: runtimeapi.NetworkReady, Status: true},
-	}}}
+	}}, RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{}}}}
 	if req.GetVerbose() {
 		resp.Info = map[string]string{"rootDir": s.r.cfg.RootDir, "podIP": s.r.podIP}
 	}

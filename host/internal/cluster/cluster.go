@@ -121,6 +121,8 @@ type StartConfig struct {
 	Node *v1.Node
 	// Ready is the node's Ready condition: nil when ready.
 	Ready func() error
+	// RuntimeHandlers lists the runtime's handlers for the node status.
+	RuntimeHandlers func() []v1.NodeRuntimeHandler
 	// Pods is the pod manager (static pods, their mirror pods).
 	Pods *pod.Manager
 	// Statuses are the statuses pushed to the API server.
@@ -138,7 +140,7 @@ func (c *Cluster) Start(sc StartConfig, spawn func(string, func(context.Context)
 	log := c.cfg.Logger
 	c.pods = sc.Pods
 	c.registrar = node.NewRegistrar(node.RegistrarConfig{
-		Client: c.client, Node: sc.Node, Ready: sc.Ready,
+		Client: c.client, Node: sc.Node, Ready: sc.Ready, RuntimeHandlers: sc.RuntimeHandlers,
 		StatusUpdateFrequency: sc.StatusUpdateFrequency,
 		StatusReportFrequency: sc.StatusReportFrequency,
 		Logger:                log.Named("node"),

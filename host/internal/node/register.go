@@ -32,6 +32,10 @@ type RegistrarConfig struct {
 	// Ready reports why the node is not ready (runtime or PLEG unhealthy);
 	// nil error means Ready. Nil means always ready.
 	Ready func() error
+	// RuntimeHandlers are the runtime's handlers as its CRI Status last
+	// listed them (status.runtimeHandlers, as the kubelet reports them);
+	// nil leaves them out.
+	RuntimeHandlers func() []v1.NodeRuntimeHandler
 	// StatusUpdateFrequency is how often the node status is computed and,
 	// when it changed, posted (the kubelet's nodeStatusUpdateFrequency, 10 s).
 	StatusUpdateFrequency time.Duration
@@ -240,6 +244,9 @@ func (r *Registrar) status(prev *v1.NodeStatus) v1.NodeStatus {
 				c.LastTransitionTime = p.LastTransitionTime
 			}
 		}
+	}
+	if r.cfg.RuntimeHandlers != nil {
+		s.RuntimeHandlers = r.cfg.RuntimeHandlers()
 	}
 	if prev != nil {
 		s.Images, s.VolumesInUse, s.VolumesAttached = prev.Images, prev.VolumesInUse, prev.VolumesAttached

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 )
 
 func localNode() *v1.Node {
@@ -139,5 +140,30 @@ func TestRegistrar_RenewLease(t *testing.T) {
 	}
 	if c, u := count(client, "create", "leases"), count(client, "update", "leases"); c != 1 || u != 1 {
 		t.Errorf("lease creates %d updates %d, want 1 and 1", c, u)
+	}
+}
+
+func TestRegistrar_RuntimeHandlers(t *testing.T) {
+	client := fake.NewClientset()
+	handlers := []v1.NodeRuntimeHandler{{Name: "", Features: &v1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: ptr.To(true), UserNamespaces: ptr.To(false)}}}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := NewRegistrar(RegistrarConfig{Client: client, Node: localNode(), Now: func() time.Time { return now },
+		RuntimeHandlers: func() []v1.NodeRuntimeHandler { return handlers }})
+	if err := r.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+	if hs := got.Status.RuntimeHandlers; len(hs) != 1 || hs[0].Name != "" || !*hs[0].Features.RecursiveReadOnlyMounts || *hs[0].Features.UserNamespaces {
+		t.Fatalf("registered status.runtimeHandlers = %+v, want the runtime's default handler", hs)
+	}
+	// The runtime restarted with a second handler: the next status says so.
+	handlers = append(handlers, v1.NodeRuntimeHandler{Name: "runc2", Features: &v1.NodeRuntimeHandlerFeatures{RecursiveReadOnlyMounts: ptr.To(true), UserNamespaces: ptr.To(true)}})
+	now = now.Add(10 * time.Second)
+	if err := r.UpdateStatus(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+	if hs := got.Status.RuntimeHandlers; len(hs) != 2 || hs[1].Name != "runc2" {
+		t.Errorf("status.runtimeHandlers after the runtime listed runc2 = %+v", hs)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	criclient "k8s.io/cri-client/pkg"
+	"k8s.io/utils/ptr"
 
 	"github.com/wasmlet/wasmlet/host/internal/objects"
 	"github.com/wasmlet/wasmlet/host/internal/podenv"
@@ -286,6 +287,10 @@ type Health struct {
 	NetworkReady bool
 	// Message explains a false condition.
 	Message string
+	// Handlers are the runtime handlers the runtime lists (CRI
+	// RuntimeHandlers), in the node status' form; empty when it lists none
+	// (containerd before 2.0).
+	Handlers []v1.NodeRuntimeHandler
 }
 
 // Health calls the CRI Status and Version: an error or RuntimeReady=false
@@ -299,6 +304,12 @@ func (m *Manager) Health(ctx context.Context) (Health, error) {
 		return Health{}, fmt.Errorf("runtime %s: status: %w", m.cfg.Endpoint, err)
 	}
 	var h Health
+	for _, rh := range st.GetRuntimeHandlers() {
+		h.Handlers = append(h.Handlers, v1.NodeRuntimeHandler{Name: rh.Name, Features: &v1.NodeRuntimeHandlerFeatures{
+			RecursiveReadOnlyMounts: ptr.To(rh.GetFeatures().GetRecursiveReadOnlyMounts()),
+			UserNamespaces:          ptr.To(rh.GetFeatures().GetUserNamespaces()),
+		}})
+	}
 	for _, c := range st.GetStatus().GetConditions() {
 		switch c.Type {
 		case runtimeapi.RuntimeReady:
