@@ -5,7 +5,9 @@
 # the same manifests (host-network busybox `sleep`). Prints, for each pod
 # count, the first, median and last pod Running, the time until every
 # container stopped and until the deleted pods left /pods, the agent's CPU
-# and RSS, and the wasmlet/kubelet ratios, with the 1-minute load average
+# and RSS, the runtime's CPU (containerd, its shims, runc) and the share of
+# the machine's CPU busy while starting, and the wasmlet/kubelet ratios, with
+# the 1-minute load average
 # beside each figure. Not part of make test; takes ~10 min with the defaults.
 # With PROBES=1 every pod's container serves HTTP (busybox httpd) and has an
 # httpGet readiness and an exec liveness probe, period 10 s; the table adds

@@ -147,6 +147,11 @@ type Result struct {
 	// Agent CPU seconds while starting and while stopping, and RSS in MB
 	// idle and with all pods running.
 	CPUStart, CPUStop, RSSIdle, RSSRun Figure
+	// While starting: the runtime's CPU seconds (containerd, its shims and
+	// their reaped children: runc) and the share of the machine's CPU time
+	// that was busy, every process counted (1 = every core busy the whole
+	// time): what bounds the start once the runtime saturates the machine.
+	RuntimeCPUStart, BusyStart Figure
 	// CRI call counts and mean seconds by method while starting, from the
 	// agent's own metrics (none when it has no such metric).
 	CRI []CRICall
@@ -169,8 +174,8 @@ type CRICall struct {
 }
 
 func (r Result) line() string {
-	l := fmt.Sprintf("round %d %-7s %3d pods: first %.2fs median %.2fs all %.2fs (load %.2f); stopped %.2fs, gone from /pods %.2fs (load %.2f); cpu start %.2fs stop %.2fs; rss idle %.1f MB running %.1f MB",
-		r.Round, r.Agent, r.Pods, r.First.V, r.Median.V, r.All.V, r.All.Load, r.Stopped.V, r.Gone.V, r.Gone.Load, r.CPUStart.V, r.CPUStop.V, r.RSSIdle.V, r.RSSRun.V)
+	l := fmt.Sprintf("round %d %-7s %3d pods: first %.2fs median %.2fs all %.2fs (load %.2f); stopped %.2fs, gone from /pods %.2fs (load %.2f); cpu start %.2fs stop %.2fs; runtime cpu start %.2fs, machine busy %.0f%%; rss idle %.1f MB running %.1f MB",
+		r.Round, r.Agent, r.Pods, r.First.V, r.Median.V, r.All.V, r.All.Load, r.Stopped.V, r.Gone.V, r.Gone.Load, r.CPUStart.V, r.CPUStop.V, r.RuntimeCPUStart.V, 100*r.BusyStart.V, r.RSSIdle.V, r.RSSRun.V)
 	if r.Ready.V > 0 {
 		l += fmt.Sprintf("; all Ready %.2fs; steady window: agent cpu %.2fs (load %.2f), runtime cpu %.2fs, rss %.1f MB, restarts %.0f",
 			r.Ready.V, r.CPUSteady.V, r.CPUSteady.Load, r.RuntimeCPUSteady.V, r.RSSSteady.V, r.Restarts.V)
@@ -239,7 +244,7 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 	time.Sleep(5 * time.Second)
 	res.RSSIdle = Figure{rssMB(pid), load()}
 
-	cpu0 := cpuSeconds(pid)
+	cpu0, rcpu0, busy0 := cpuSeconds(pid), runtimeCPU(cfg.Base), machineCPU()
 	t0 := time.Now()
 	for i := range n {
 		name := fmt.Sprintf("bench-%03d.yaml", i)
@@ -281,6 +286,10 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 	}
 	res.All = Figure{times[len(times)-1], load()}
 	res.CPUStart = Figure{cpuSeconds(pid) - cpu0, load()}
+	res.RuntimeCPUStart = Figure{runtimeCPU(cfg.Base) - rcpu0, load()}
+	if busy1 := machineCPU(); busy1.total > busy0.total {
+		res.BusyStart = Figure{(busy1.busy - busy0.busy) / (busy1.total - busy0.total), load()}
+	}
 	res.RSSRun = Figure{rssMB(pid), load()}
 	res.CRI = criCalls(base + "/metrics")
 	if cfg.Probes {
@@ -598,6 +607,32 @@ func cpuTicks(pid int, children bool) float64 {
 		sum += x
 	}
 	return sum / 100
+}
+
+// cpuTimes are the machine's CPU ticks since boot, all cores: busy (not
+// idle, not waiting for I/O) and total.
+type cpuTimes struct{ busy, total float64 }
+
+// machineCPU reads the machine's CPU ticks from /proc/stat's cpu line.
+func machineCPU() cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var t cpuTimes
+	for i, s := range f[1:] {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || i >= 8 { // guest times are already in user and nice
+			continue
+		}
+		t.total += v
+		if i != 3 && i != 4 { // idle, iowait
+			t.busy += v
+		}
+	}
+	return t
 }
 
 // runtimeCPU is the CPU seconds of the private containerd and its shims

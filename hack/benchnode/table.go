@@ -23,6 +23,8 @@ var metrics = []metric{
 	{"deleted gone from /pods", "s", func(r Result) Figure { return r.Gone }, false},
 	{"agent CPU to start", "s", func(r Result) Figure { return r.CPUStart }, false},
 	{"agent CPU to stop", "s", func(r Result) Figure { return r.CPUStop }, false},
+	{"runtime CPU to start", "s", func(r Result) Figure { return r.RuntimeCPUStart }, false},
+	{"machine CPU busy, starting", "share", func(r Result) Figure { return r.BusyStart }, false},
 	{"RSS idle", "MB", func(r Result) Figure { return r.RSSIdle }, false},
 	{"RSS all running", "MB", func(r Result) Figure { return r.RSSRun }, false},
 	{"all Ready (probes)", "s", func(r Result) Figure { return r.Ready }, true},
