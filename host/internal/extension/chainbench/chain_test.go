@@ -57,13 +57,20 @@ func pod4k(tb testing.TB) (*v1.Pod, []byte) {
 	return &p, b
 }
 
-// wasmChain loads the four policies from a plugin directory with a Manager
-// and returns the admission chain the agent would build (built-ins left
-// out: they are not plugins).
-func wasmChain(tb testing.TB, deadline plugin.DeadlineMode, parallel bool) (*admission.Chain, *plugin.Manager) {
+// policy is one plugin of a benchmark's directory: the plugins/<dir>
+// policy under a name of its own.
+type policy struct {
+	name, dir string
+	order     int
+	config    map[string]string
+}
+
+// loadPolicies writes the policies' compiled modules and manifests into a
+// plugin directory and loads it with a Manager, as the agent does.
+func loadPolicies(tb testing.TB, list []policy, deadline plugin.DeadlineMode) *plugin.Manager {
 	dir := tb.TempDir()
-	for _, p := range policies {
-		wasm, err := plugintest.BuildGo(filepath.Join("../../../../plugins", p.name))
+	for _, p := range list {
+		wasm, err := plugintest.BuildGo(filepath.Join("../../../../plugins", p.dir))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -87,9 +94,21 @@ func wasmChain(tb testing.TB, deadline plugin.DeadlineMode, parallel bool) (*adm
 	}
 	tb.Cleanup(func() { m.Close(context.Background()) })
 	m.Scan(context.Background())
-	if n := len(m.Admitters()); n != len(policies) {
-		tb.Fatalf("%d admission plugins loaded, want %d: %+v", n, len(policies), m.Plugins())
+	if n := len(m.Admitters()); n != len(list) {
+		tb.Fatalf("%d admission plugins loaded, want %d: %+v", n, len(list), m.Plugins())
 	}
+	return m
+}
+
+// wasmChain loads the four policies from a plugin directory with a Manager
+// and returns the admission chain the agent would build (built-ins left
+// out: they are not plugins).
+func wasmChain(tb testing.TB, deadline plugin.DeadlineMode, parallel bool) (*admission.Chain, *plugin.Manager) {
+	var list []policy
+	for _, p := range policies {
+		list = append(list, policy{name: p.name, dir: p.name, order: p.order, config: p.config})
+	}
+	m := loadPolicies(tb, list, deadline)
 	ext, err := extension.New(extension.Config{Manager: m, ParallelAdmission: parallel})
 	if err != nil {
 		tb.Fatal(err)

@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -27,7 +28,13 @@ import (
 //     plugin.Plugin.Admit, each call timed (<policy>-p50-ns), and the round
 //     (round-p50-ns);
 //
-//   - chain: admission.Chain.Admit, the agent's path.
+//   - chain: admission.Chain.Admit, the agent's path;
+//
+//   - same-module: four copies of no-privileged loaded as four plugins
+//     and called in turn like the interleaved four (each copy-p50-ns):
+//     the same work and four instances' memories, but one module's code
+//     where the chain has four (see RATIONALE.md, "What a chain's time is
+//     made of").
 //
 //     go test -run '^$' -bench ChainParts -benchtime 2000x ./host/internal/extension/chainbench/
 func BenchmarkChainParts(b *testing.B) {
@@ -68,6 +75,22 @@ func BenchmarkChainParts(b *testing.B) {
 	b.Run("interleaved", func(b *testing.B) {
 		medians(b, names, func(lap func(int)) {
 			for i, p := range ps {
+				admit(p)
+				lap(i)
+			}
+		})
+	})
+	var copies []policy
+	var copyNames []string
+	for i := range 4 {
+		name := fmt.Sprintf("no-privileged-%d", i)
+		copies = append(copies, policy{name: name, dir: "no-privileged", order: 10 + i, config: policies[0].config})
+		copyNames = append(copyNames, name)
+	}
+	same := loadPolicies(b, copies, plugin.DeadlineAuto).Admitters()
+	b.Run("same-module", func(b *testing.B) {
+		medians(b, copyNames, func(lap func(int)) {
+			for i, p := range same {
 				admit(p)
 				lap(i)
 			}
