@@ -64,6 +64,7 @@ type fileConfig struct {
 	PodLogsDir               *string          `json:"podLogsDir,omitempty"`
 	SyncFrequency            *metav1.Duration `json:"syncFrequency,omitempty"`
 	HousekeepingInterval     *metav1.Duration `json:"housekeepingInterval,omitempty"`
+	ContainerGCPeriod        *metav1.Duration `json:"containerGCPeriod,omitempty"`
 	PLEGRelistPeriod         *metav1.Duration `json:"plegRelistPeriod,omitempty"`
 	MaxPods                  *int             `json:"maxPods,omitempty"`
 	Address                  *string          `json:"address,omitempty"`
@@ -225,6 +226,7 @@ func runFlags(c *agent.Config, lo *logOptions, configFile *string) *flag.FlagSet
 	fs.StringVar(&c.PodLogsDir, "pod-logs-dir", c.PodLogsDir, "container logs, as <dir>/<namespace>_<pod>_<uid>/<container>/<restart>.log")
 	fs.DurationVar(&c.SyncFrequency, "sync-frequency", c.SyncFrequency, "period of the resync of every pod")
 	fs.DurationVar(&c.HousekeepingInterval, "housekeeping-interval", c.HousekeepingInterval, "period of the cleanup of orphaned pods, containers and directories")
+	fs.DurationVar(&c.ContainerGCPeriod, "container-gc-period", c.ContainerGCPeriod, "least time between two removals of dead containers, sandboxes and pod directories")
 	fs.DurationVar(&c.PLEGRelistPeriod, "pleg-relist-period", c.PLEGRelistPeriod, "period of the runtime relist")
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "the most pods this node admits")
 	fs.StringVar(&c.Address, "address", c.Address, "listen address of the read-only server")
@@ -373,6 +375,7 @@ func applyConfigFile(path string, cfg *agent.Config, lo *logOptions) error {
 	setDuration(&cfg.RuntimeRequestTimeout, f.RuntimeRequestTimeout)
 	setDuration(&cfg.SyncFrequency, f.SyncFrequency)
 	setDuration(&cfg.HousekeepingInterval, f.HousekeepingInterval)
+	setDuration(&cfg.ContainerGCPeriod, f.ContainerGCPeriod)
 	setDuration(&cfg.PLEGRelistPeriod, f.PLEGRelistPeriod)
 	setDuration(&cfg.PluginIdleTimeout, f.PluginIdleTimeout)
 	if f.MaxPods != nil {
@@ -412,7 +415,7 @@ func validateRunConfig(c agent.Config, lo logOptions) error {
 	var errs []error
 	for name, d := range map[string]time.Duration{
 		"file-check-frequency": c.FileCheckFrequency, "runtime-request-timeout": c.RuntimeRequestTimeout,
-		"sync-frequency": c.SyncFrequency, "housekeeping-interval": c.HousekeepingInterval,
+		"sync-frequency": c.SyncFrequency, "housekeeping-interval": c.HousekeepingInterval, "container-gc-period": c.ContainerGCPeriod,
 		"pleg-relist-period":           c.PLEGRelistPeriod,
 		"node-status-update-frequency": c.NodeStatusUpdateFrequency, "node-status-report-frequency": c.NodeStatusReportFrequency,
 	} {

@@ -155,6 +155,9 @@ type Result struct {
 	// CRI call counts and mean seconds by method while starting, from the
 	// agent's own metrics (none when it has no such metric).
 	CRI []CRICall
+	// CRIStop is the same from the manifests' removal until every pod
+	// stopped and left /pods.
+	CRIStop []CRICall
 	// Limits are wasmlet's pod start limit (wasmlet_pod_start_limit), read
 	// once a second while starting; none for an agent without it.
 	Limits []float64
@@ -299,6 +302,7 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 	}
 
 	cpu1 := cpuSeconds(pid)
+	cri1 := criCalls(base + "/metrics")
 	t1 := time.Now()
 	for i := range n {
 		if err := os.Remove(filepath.Join(manifests, fmt.Sprintf("bench-%03d.yaml", i))); err != nil {
@@ -330,6 +334,7 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 		}
 	}
 	res.CPUStop = Figure{cpuSeconds(pid) - cpu1, load()}
+	res.CRIStop = since(criCalls(base+"/metrics"), cri1)
 	return res, nil
 }
 
@@ -543,6 +548,24 @@ func gauge(url, name string) (float64, bool) {
 var criMetric = regexp.MustCompile(`^(?:wasmlet_cri_call_duration_seconds|kubelet_runtime_operations_duration_seconds)_(sum|count)\{(?:method|operation_type)="([^"]+)"\} ([0-9.e+-]+)$`)
 
 // criCalls reads the agent's CRI call histogram from its /metrics.
+// since is the calls of now that were not yet in before (both cumulative,
+// as criCalls reads them), the costliest first.
+func since(now, before []CRICall) []CRICall {
+	prev := map[string]CRICall{}
+	for _, c := range before {
+		prev[c.Method] = c
+	}
+	var out []CRICall
+	for _, c := range now {
+		p := prev[c.Method]
+		if d := (CRICall{Method: c.Method, Count: c.Count - p.Count, Sum: c.Sum - p.Sum}); d.Count > 0 {
+			out = append(out, d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Sum > out[j].Sum })
+	return out
+}
+
 func criCalls(url string) []CRICall {
 	r, err := http.Get(url)
 	if err != nil {

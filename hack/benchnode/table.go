@@ -76,21 +76,26 @@ func printTable(w io.Writer, cfg Config, results []Result) {
 			fmt.Fprintf(w, "| %-28s | %-36s | %-36s | %-18s |\n", m.name+" ("+m.unit+")", strings.Join(k, ", "), strings.Join(wl, ", "), strings.Join(ratio, ", "))
 		}
 	}
-	fmt.Fprintf(w, "\nCRI calls while starting (round %d; from each agent's /metrics: wasmlet_cri_call_duration_seconds, kubelet_runtime_operations_duration_seconds)\n", cfg.Rounds)
-	for _, n := range cfg.Pods {
-		for _, agent := range cfg.Agents {
-			r, ok := find(agent, n, cfg.Rounds)
-			if !ok || len(r.CRI) == 0 {
-				continue
-			}
-			fmt.Fprintf(w, "%s, %d pod(s):", agent, n)
-			for _, c := range r.CRI {
-				if c.Count == 0 {
+	for _, phase := range []struct {
+		name  string
+		calls func(Result) []CRICall
+	}{{"starting", func(r Result) []CRICall { return r.CRI }}, {"stopping", func(r Result) []CRICall { return r.CRIStop }}} {
+		fmt.Fprintf(w, "\nCRI calls while %s (round %d; from each agent's /metrics: wasmlet_cri_call_duration_seconds, kubelet_runtime_operations_duration_seconds)\n", phase.name, cfg.Rounds)
+		for _, n := range cfg.Pods {
+			for _, agent := range cfg.Agents {
+				r, ok := find(agent, n, cfg.Rounds)
+				if !ok || len(phase.calls(r)) == 0 {
 					continue
 				}
-				fmt.Fprintf(w, " %s %.0f×%.0fms", c.Method, c.Count, 1000*c.Sum/c.Count)
+				fmt.Fprintf(w, "%s, %d pod(s):", agent, n)
+				for _, c := range phase.calls(r) {
+					if c.Count == 0 {
+						continue
+					}
+					fmt.Fprintf(w, " %s %.0f×%.0fms", c.Method, c.Count, 1000*c.Sum/c.Count)
+				}
+				fmt.Fprintln(w)
 			}
-			fmt.Fprintln(w)
 		}
 	}
 	fmt.Fprintf(w, "\nwasmlet's pod start limit, once a second while starting (round %d)\n", cfg.Rounds)

@@ -146,6 +146,7 @@ func withDefaults(cfg Config) (Config, error) {
 	setDefault(&cfg.RuntimeRequestTimeout, d.RuntimeRequestTimeout)
 	setDefault(&cfg.SyncFrequency, d.SyncFrequency)
 	setDefault(&cfg.HousekeepingInterval, d.HousekeepingInterval)
+	setDefault(&cfg.ContainerGCPeriod, d.ContainerGCPeriod)
 	setDefault(&cfg.PLEGRelistPeriod, d.PLEGRelistPeriod)
 	if cfg.RootDir == "" {
 		cfg.RootDir = d.RootDir
@@ -417,7 +418,7 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	}
 	cleaner := housekeeping.New(housekeeping.Config{
 		Pods: a.pods, Workers: workers, Runtime: a.rt, Statuses: a.statuses,
-		Forget: records.Forget, BackOff: backOff, Logger: a.log,
+		Forget: records.Forget, BackOff: backOff, Logger: a.log, GCPeriod: a.cfg.ContainerGCPeriod,
 	})
 	admit, err := admission.New(admission.Config{Admitters: append(admission.Builtins(a.cfg.MaxPods), a.plugins.admitters()...), Logger: a.log.Named("admission"), Registerer: a.reg})
 	if err != nil {

@@ -54,7 +54,7 @@ func (h *harness) start(t testing.TB, edit ...func(*Config)) (*Agent, func()) {
 	cfg := Config{
 		NodeName: "n1", StaticPodPath: h.manifests, RuntimeEndpoint: h.endpoint,
 		RootDir: filepath.Join(h.dir, "root"), PodLogsDir: filepath.Join(h.dir, "logs"),
-		PLEGRelistPeriod: 100 * time.Millisecond, HousekeepingInterval: 200 * time.Millisecond,
+		PLEGRelistPeriod: 100 * time.Millisecond, HousekeepingInterval: 200 * time.Millisecond, ContainerGCPeriod: 200 * time.Millisecond,
 		MaxPods: 5000, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr}),
 	}
 	for _, e := range edit {

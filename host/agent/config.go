@@ -82,6 +82,10 @@ type Config struct {
 	SyncFrequency time.Duration
 	// HousekeepingInterval is the period of orphan cleanup.
 	HousekeepingInterval time.Duration
+	// ContainerGCPeriod is the least time between two removals of dead
+	// containers, sandboxes and pod directories (the kubelet's container
+	// GC period).
+	ContainerGCPeriod time.Duration
 	// PLEGRelistPeriod is the period of the PLEG relist.
 	PLEGRelistPeriod time.Duration
 	// MaxPods is the max-pods admission limit.
@@ -168,6 +172,7 @@ func Defaults() Config {
 		PodLogsDir:            "/var/log/pods",
 		SyncFrequency:         time.Minute,
 		HousekeepingInterval:  2 * time.Second,
+		ContainerGCPeriod:     time.Minute,
 		PLEGRelistPeriod:      time.Second,
 		VolumeResyncPeriod:    10 * time.Second,
 		MaxPods:               110,

@@ -1,13 +1,15 @@
 // Package housekeeping is the kubelet's HandlePodCleanups: once every
 // source has been seen, pods in the runtime that no source has are killed,
-// the records of forgotten pods dropped, and dead containers, sandboxes
-// and pod directories collected.
+// the records of forgotten pods dropped, and — at most once per GC period,
+// as the kubelet's container garbage collection runs — dead containers,
+// sandboxes and pod directories collected.
 package housekeeping
 
 import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
@@ -66,6 +68,14 @@ type Config struct {
 	BackOff *flowcontrol.Backoff
 	// Logger receives the orphans killed and the errors.
 	Logger hclog.Logger
+	// GCPeriod is the least time between two collections of dead
+	// containers, sandboxes and pod directories (the kubelet collects
+	// every minute); zero collects in every pass. Removing containers and
+	// sandboxes costs the runtime as much as stopping them: done every
+	// pass, it competed with the stops of a burst of deleted pods.
+	GCPeriod time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
 }
 
 // Cleaner runs housekeeping passes in the background, one at a time.
@@ -73,12 +83,16 @@ type Cleaner struct {
 	cfg     Config
 	running atomic.Bool
 	wg      sync.WaitGroup
+	lastGC  time.Time // of the pass that collected last; passes run one at a time
 }
 
 // New returns a Cleaner.
 func New(cfg Config) *Cleaner {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	return &Cleaner{cfg: cfg}
 }
@@ -138,8 +152,11 @@ func (c *Cleaner) clean(ctx context.Context) {
 			c.cfg.Forget(p.UID)
 		}
 	}
-	if err := c.cfg.Runtime.GarbageCollect(ctx, running, keep); err != nil && ctx.Err() == nil {
-		c.cfg.Logger.Warn("housekeeping: garbage collection", "error", err)
+	if now := c.cfg.Now(); c.lastGC.IsZero() || now.Sub(c.lastGC) >= c.cfg.GCPeriod {
+		c.lastGC = now
+		if err := c.cfg.Runtime.GarbageCollect(ctx, running, keep); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("housekeeping: garbage collection", "error", err)
+		}
 	}
 	c.cfg.BackOff.GC()
 }

@@ -84,7 +84,10 @@ func NewAgent(t testing.TB, c AgentConfig) *Agent {
 
 // Start runs `wasmlet run` with the agent's directories and port followed
 // by args, and waits until /healthz answers 200. The process gets SIGKILL
-// when the suite dies.
+// when the suite dies. Dead containers, sandboxes and pod directories are
+// collected every 2 s (--container-gc-period, the default minute would
+// only make the suites wait) unless args say otherwise; the period itself
+// is host/internal/housekeeping's unit test.
 func (a *Agent) Start(t testing.TB, args ...string) {
 	t.Helper()
 	args = append([]string{"run",
@@ -93,6 +96,7 @@ func (a *Agent) Start(t testing.TB, args ...string) {
 		"--pod-logs-dir", a.Logs,
 		"--address", "127.0.0.1",
 		"--read-only-port", strconv.Itoa(a.Port),
+		"--container-gc-period", "2s",
 	}, args...)
 	out, err := os.OpenFile(a.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
