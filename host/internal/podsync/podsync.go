@@ -170,11 +170,11 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 		return err
 	}
 	api := s.generate(p, rs, s.previous(p.UID))
-	if pastActiveDeadline(p, &api, time.Now()) {
+	if status.PastActiveDeadline(p, &api, time.Now()) {
 		// The kubelet's active deadline handler: the pod fails and is
-		// stopped.
-		api.Phase, api.Reason, api.Message = v1.PodFailed, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
-		s.cfg.Events.Event(p, v1.EventTypeNormal, "DeadlineExceeded", api.Message)
+		// stopped with its own grace period.
+		api.Phase, api.Reason, api.Message = v1.PodFailed, status.ReasonDeadlineExceeded, status.MessageDeadlineExceeded
+		s.cfg.Events.Event(p, v1.EventTypeNormal, status.ReasonDeadlineExceeded, api.Message)
 	}
 	s.cfg.Statuses.SetPodStatus(p, api)
 	defer func() { s.cfg.Records.Synced(p.UID, time.Now()) }()
@@ -234,15 +234,6 @@ func (s *Syncer) stepEvents(p *v1.Pod, res runtime.SyncResult) {
 			s.cfg.Events.Event(p, v1.EventTypeWarning, "Failed", "Error: "+st.Message)
 		}
 	}
-}
-
-// pastActiveDeadline reports whether a pod still running has been active
-// longer than its activeDeadlineSeconds (counted from its start time).
-func pastActiveDeadline(p *v1.Pod, st *v1.PodStatus, now time.Time) bool {
-	if p.Spec.ActiveDeadlineSeconds == nil || st.StartTime == nil || st.Phase == v1.PodFailed || st.Phase == v1.PodSucceeded {
-		return false
-	}
-	return now.Sub(st.StartTime.Time) >= time.Duration(*p.Spec.ActiveDeadlineSeconds)*time.Second
 }
 
 // observeStart records the pod start latency once all containers run.
