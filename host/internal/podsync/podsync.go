@@ -155,7 +155,7 @@ func (s *Syncer) InitialStatus(p *v1.Pod) v1.PodStatus {
 // brings it to its spec.
 func (s *Syncer) Sync(ctx context.Context, w worker.Work) error {
 	if w.Kind == worker.Terminate {
-		return s.terminate(ctx, w.Pod, w.GracePeriod)
+		return s.terminate(ctx, w.Pod, w.GracePeriod, w.Failure)
 	}
 	return s.sync(ctx, w.Pod)
 }
@@ -257,11 +257,20 @@ func (s *Syncer) observeStart(p *v1.Pod, st *v1.PodStatus) {
 }
 
 // terminate kills the pod with the worker's grace period (the pod's own
-// unless an override shortened it) and records its final status.
-func (s *Syncer) terminate(ctx context.Context, p *v1.Pod, grace time.Duration) error {
+// unless an override shortened it) and records its final status. With a
+// failure (an eviction) the pod's status becomes phase Failed with its
+// reason and message first, as the kubelet's syncTerminatingPod applies
+// the kill's status function before it stops anything; a terminal phase
+// is never left, so the status stays so.
+func (s *Syncer) terminate(ctx context.Context, p *v1.Pod, grace time.Duration, failure *worker.Failure) error {
 	rs, err := s.cfg.Runtime.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
 	if err != nil {
 		return err
+	}
+	if failure != nil {
+		st := s.generate(p, rs, s.previous(p.UID))
+		st.Phase, st.Reason, st.Message = v1.PodFailed, failure.Reason, failure.Message
+		s.cfg.Statuses.SetPodStatus(p, st)
 	}
 	if rs.Running() {
 		s.cfg.Events.Event(p, v1.EventTypeNormal, "Killing", fmt.Sprintf("stopping the pod's containers with a %v grace period", grace))
