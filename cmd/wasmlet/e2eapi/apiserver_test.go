@@ -46,6 +46,11 @@ func TestAPIServer(t *testing.T) {
 		{"EphemeralContainer", testEphemeralContainer, nil},
 		// The exec probe runs the image's /testbox, a native binary.
 		{"LivenessEvents", testLivenessEvents, []string{"containerd"}},
+		{"EmptyDirEviction", testEmptyDirEviction, nil},
+		// The embedded runtime reports no writable layer: a container's
+		// own usage there is its logs only.
+		{"ContainerStorageEviction", testContainerStorageEviction, []string{"containerd"}},
+		{"ActiveDeadline", testActiveDeadline, nil},
 		{"RuntimeClass", testRuntimeClass, nil},
 		{"Kubectl", testKubectl, nil},
 		{"APIServerRestart", testAPIServerRestart, nil},
