@@ -1,11 +1,8 @@
 package stats
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -13,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
+
+	"github.com/wasmlet/wasmlet/host/internal/diskusage"
 )
 
 // Volumes tells which host directory backs a pod's volume
@@ -22,75 +21,30 @@ type Volumes interface {
 	Path(pod *v1.Pod, name string) (path string, readOnly bool, err error)
 }
 
-// usage is what a du of a path found: bytes of the blocks its files and
-// directories hold, and the inodes they are (hard links counted once).
-type usage struct {
-	bytes, inodes uint64
-}
-
-// diskUsage walks path as the kubelet's du-based volume metrics do
-// (pkg/volume/util/fs.DiskUsage): every file and directory under it, not
-// following symlinks, summing allocated blocks (st_blocks × 512) and
-// counting distinct inodes. A path that does not exist is an error;
-// entries that vanish during the walk are skipped.
-func diskUsage(path string) (usage, error) {
-	var u usage
-	type inode struct{ dev, ino uint64 }
-	seen := map[inode]bool{}
-	err := filepath.WalkDir(path, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			if p != path && errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		fi, err := os.Lstat(p)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok {
-			return nil
-		}
-		k := inode{uint64(st.Dev), st.Ino}
-		if seen[k] {
-			return nil
-		}
-		seen[k] = true
-		u.inodes++
-		u.bytes += uint64(st.Blocks) * 512
-		return nil
-	})
-	return u, err
-}
-
 // filesUsage is the usage of the regular files directly in dir (not its
 // subdirectories), as the kubelet counts a pod's or a container's log
 // directory; ok is false when dir cannot be read.
-func filesUsage(dir string) (usage, bool) {
+func filesUsage(dir string) (diskusage.Usage, bool) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return usage{}, false
+		return diskusage.Usage{}, false
 	}
-	var u usage
+	var u diskusage.Usage
 	for _, e := range entries {
 		if e.IsDir() {
 			continue
 		}
-		if f, err := diskUsage(filepath.Join(dir, e.Name())); err == nil {
-			u.bytes += f.bytes
-			u.inodes += f.inodes
+		if f, err := diskusage.Walk(filepath.Join(dir, e.Name())); err == nil {
+			u.Bytes += f.Bytes
+			u.Inodes += f.Inodes
 		}
 	}
 	return u, true
 }
 
 // fsUsed is an FsStats of usage u at t.
-func fsUsed(u usage, t metav1.Time) *statsapi.FsStats {
-	return &statsapi.FsStats{Time: t, UsedBytes: ptr.To(u.bytes), InodesUsed: ptr.To(u.inodes)}
+func fsUsed(u diskusage.Usage, t metav1.Time) *statsapi.FsStats {
+	return &statsapi.FsStats{Time: t, UsedBytes: ptr.To(u.Bytes), InodesUsed: ptr.To(u.Inodes)}
 }
 
 // volumeCache is one pod's volume stats as last walked.
@@ -146,7 +100,7 @@ func (p *Provider) podVolumes(uid types.UID) *volumeCache {
 		if err != nil {
 			continue
 		}
-		u, err := diskUsage(dir)
+		u, err := diskusage.Walk(dir)
 		if err != nil {
 			continue // not set up (yet), or gone
 		}
@@ -228,7 +182,7 @@ func (p *Provider) podStorage(ps *statsapi.PodStats) {
 		}
 	}
 	if p.cfg.RootDir != "" {
-		if u, err := diskUsage(filepath.Join(p.cfg.RootDir, "pods", ps.PodRef.UID, "etc-hosts")); err == nil {
+		if u, err := diskusage.Walk(filepath.Join(p.cfg.RootDir, "pods", ps.PodRef.UID, "etc-hosts")); err == nil {
 			add(fsUsed(u, t))
 		}
 	}

@@ -2,11 +2,7 @@ package stats
 
 import (
 	"context"
-	"crypto/rand"
-	"os"
 	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,61 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+
+	"github.com/wasmlet/wasmlet/internal/disktest"
 )
 
-// writeFile writes n random bytes to path, making its directory.
-func writeFile(t *testing.T, path string, n int) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, n)
-	rand.Read(b)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// blocks is what the filesystem allocated to each path (st_blocks × 512),
-// summed: the oracle for the walks.
-func blocks(t *testing.T, paths ...string) uint64 {
-	t.Helper()
-	var sum uint64
-	for _, p := range paths {
-		fi, err := os.Lstat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum += uint64(fi.Sys().(*syscall.Stat_t).Blocks) * 512
-	}
-	return sum
-}
-
-func TestDiskUsage(t *testing.T) {
-	d := t.TempDir()
-	writeFile(t, filepath.Join(d, "big"), 64<<10)
-	writeFile(t, filepath.Join(d, "sub", "small"), 8<<10)
-	if err := os.Link(filepath.Join(d, "big"), filepath.Join(d, "sub", "link")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink("/etc", filepath.Join(d, "sym")); err != nil {
-		t.Fatal(err)
-	}
-	u, err := diskUsage(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The hard link counts once; the symlink is its own inode, not /etc.
-	want := blocks(t, d, filepath.Join(d, "big"), filepath.Join(d, "sub"), filepath.Join(d, "sub", "small"), filepath.Join(d, "sym"))
-	if u.bytes != want || u.inodes != 5 || u.bytes < 72<<10 {
-		t.Errorf("diskUsage = %d bytes, %d inodes; want %d bytes (at least 72 KiB), 5 inodes", u.bytes, u.inodes, want)
-	}
-	if _, err := diskUsage(filepath.Join(d, "missing")); err == nil {
-		t.Error("diskUsage of a missing path: no error")
-	}
-}
-
-// pathVolumes puts each pod volume under dir/<name>, hostPath at its path.
+// pathVolumes puts each pod volume under dir/<uid>/<name>, hostPath at
+// its path.
 type pathVolumes string
 
 func (d pathVolumes) Path(pod *v1.Pod, name string) (string, bool, error) {
@@ -94,16 +41,16 @@ func TestSummary_PodStorage(t *testing.T) {
 	vol := func(name string, more ...string) string {
 		return filepath.Join(append([]string{vols, "uid-a", name}, more...)...)
 	}
-	writeFile(t, vol("scratch", "data"), 64<<10)
-	writeFile(t, vol("cfg", "key"), 4<<10)
-	writeFile(t, vol("tok", "token"), 4<<10)
-	writeFile(t, vol("mem", "m"), 4<<10)
+	disktest.WriteFile(t, vol("scratch", "data"), 64<<10)
+	disktest.WriteFile(t, vol("cfg", "key"), 4<<10)
+	disktest.WriteFile(t, vol("tok", "token"), 4<<10)
+	disktest.WriteFile(t, vol("mem", "m"), 4<<10)
 	podLogs := filepath.Join(logs, "ns_a_uid-a")
-	writeFile(t, filepath.Join(podLogs, "one", "0.log"), 16<<10)
-	writeFile(t, filepath.Join(podLogs, "one", "0.log.20260101-000000.gz"), 4<<10)
-	writeFile(t, filepath.Join(podLogs, "extra.log"), 4<<10)
+	disktest.WriteFile(t, filepath.Join(podLogs, "one", "0.log"), 16<<10)
+	disktest.WriteFile(t, filepath.Join(podLogs, "one", "0.log.20260101-000000.gz"), 4<<10)
+	disktest.WriteFile(t, filepath.Join(podLogs, "extra.log"), 4<<10)
 	etcHosts := filepath.Join(root, "pods", "uid-a", "etc-hosts")
-	writeFile(t, etcHosts, 1<<10)
+	disktest.WriteFile(t, etcHosts, 1<<10)
 
 	rs := twoPods()
 	// Container one of pod a has a writable layer; two has none.
@@ -126,31 +73,31 @@ func TestSummary_PodStorage(t *testing.T) {
 	for _, v := range a.VolumeStats {
 		got[v.Name] = v
 	}
-	scratch := blocks(t, vol("scratch"), vol("scratch", "data"))
-	cfg := blocks(t, vol("cfg"), vol("cfg", "key"))
+	scratch := disktest.Blocks(t, vol("scratch"), vol("scratch", "data"))
+	cfg := disktest.Blocks(t, vol("cfg"), vol("cfg", "key"))
 	if len(got) != 4 || *got["scratch"].UsedBytes != scratch || *got["scratch"].InodesUsed != 2 || *got["cfg"].UsedBytes != cfg ||
-		*got["tok"].UsedBytes != blocks(t, vol("tok"), vol("tok", "token")) || got["scratch"].CapacityBytes == nil {
+		*got["tok"].UsedBytes != disktest.Blocks(t, vol("tok"), vol("tok", "token")) || got["scratch"].CapacityBytes == nil {
 		t.Errorf("volume stats %+v, want scratch %d, cfg %d, tok and mem; not host (no metrics) nor unset (no directory)", got, scratch, cfg)
 	}
 	one := &a.Containers[0]
 	if one.Name != "one" {
 		one = &a.Containers[1]
 	}
-	logsOne := blocks(t, filepath.Join(podLogs, "one", "0.log"), filepath.Join(podLogs, "one", "0.log.20260101-000000.gz"))
+	logsOne := disktest.Blocks(t, filepath.Join(podLogs, "one", "0.log"), filepath.Join(podLogs, "one", "0.log.20260101-000000.gz"))
 	if one.Logs == nil || *one.Logs.UsedBytes != logsOne || *one.Logs.InodesUsed != 2 || *one.Rootfs.UsedBytes != 100000 {
 		t.Errorf("container one logs %+v rootfs %+v, want %d bytes in 2 files, rootfs 100000", one.Logs, one.Rootfs, logsOne)
 	}
 	// The kubelet's calcEphemeralStorage: rootfs and logs of containers with
 	// a rootfs, the ephemeral volumes (disk emptyDir, configMap), the pod's
 	// own log files, etc-hosts. Secrets and memory emptyDirs are tmpfs.
-	want := 100000 + logsOne + scratch + cfg + blocks(t, filepath.Join(podLogs, "extra.log")) + blocks(t, etcHosts)
+	want := 100000 + logsOne + scratch + cfg + disktest.Blocks(t, filepath.Join(podLogs, "extra.log")) + disktest.Blocks(t, etcHosts)
 	wantInodes := uint64(5 + 2 + 2 + 2 + 1 + 1)
 	if e := a.EphemeralStorage; e == nil || *e.UsedBytes != want || *e.InodesUsed != wantInodes || e.CapacityBytes == nil {
 		t.Errorf("ephemeral storage %+v, want %d bytes, %d inodes, the root filesystem's capacity", e, want, wantInodes)
 	}
 
 	// Within the period the walk is not redone; past it, it is.
-	writeFile(t, vol("scratch", "more"), 64<<10)
+	disktest.WriteFile(t, vol("scratch", "more"), 64<<10)
 	now = now.Add(30 * time.Second)
 	pods, _ = p.PodStorage(context.Background())
 	if v := volume(podByName(&statsapi.Summary{Pods: pods}, "a"), "scratch"); *v.UsedBytes != scratch {
@@ -158,7 +105,7 @@ func TestSummary_PodStorage(t *testing.T) {
 	}
 	now = now.Add(31 * time.Second)
 	pods, _ = p.PodStorage(context.Background())
-	if v, more := volume(podByName(&statsapi.Summary{Pods: pods}, "a"), "scratch"), scratch+blocks(t, vol("scratch", "more")); *v.UsedBytes != more {
+	if v, more := volume(podByName(&statsapi.Summary{Pods: pods}, "a"), "scratch"), scratch+disktest.Blocks(t, vol("scratch", "more")); *v.UsedBytes != more {
 		t.Errorf("scratch after the period %d, want %d", *v.UsedBytes, more)
 	}
 	// A pod gone from the runtime is dropped from the cache.
@@ -188,28 +135,4 @@ func volume(ps *statsapi.PodStats, name string) *statsapi.VolumeStats {
 		}
 	}
 	return &statsapi.VolumeStats{}
-}
-
-// BenchmarkDiskUsage walks a volume of 1,000 files of 4 KiB in 10
-// directories: the cost of one pod volume's measurement, which the
-// provider pays once per VolumeStatsPeriod, not per summary.
-func BenchmarkDiskUsage(b *testing.B) {
-	d := b.TempDir()
-	buf := make([]byte, 4<<10)
-	for i := 0; i < 1000; i++ {
-		dir := filepath.Join(d, "d"+strconv.Itoa(i%10))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(i)), buf, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ResetTimer()
-	for range b.N {
-		u, err := diskUsage(d)
-		if err != nil || u.inodes != 1011 {
-			b.Fatalf("diskUsage = %+v, %v; want 1011 inodes", u, err)
-		}
-	}
 }
