@@ -47,9 +47,7 @@ func TestAPIServer(t *testing.T) {
 		// The exec probe runs the image's /testbox, a native binary.
 		{"LivenessEvents", testLivenessEvents, []string{"containerd"}},
 		{"EmptyDirEviction", testEmptyDirEviction, nil},
-		// The embedded runtime reports no writable layer: a container's
-		// own usage there is its logs only.
-		{"ContainerStorageEviction", testContainerStorageEviction, []string{"containerd"}},
+		{"ContainerStorageEviction", testContainerStorageEviction, nil},
 		{"ActiveDeadline", testActiveDeadline, nil},
 		{"RuntimeClass", testRuntimeClass, nil},
 		{"Kubectl", testKubectl, nil},

@@ -18,7 +18,7 @@ import (
 
 // evictionWait bounds the wait for an eviction: the volume walk is reused
 // for the agent's --volume-stats-agg-period and the eviction manager looks
-// every 10 s (containerd refreshes its writable-layer usage every 10 s);
+// every 10 s (the runtimes refresh a writable layer's usage every 10 s);
 // minutes are a margin no loaded machine breaks.
 const evictionWait = 4 * time.Minute
 
@@ -84,7 +84,8 @@ func testEmptyDirEviction(t *testing.T, a *agent) {
 }
 
 // A container whose rootfs gets 4 MiB over its ephemeral-storage limit of
-// 1Mi is evicted with the container message. A second container with a
+// 1Mi is evicted with the container message (on the embedded runtime the
+// rootfs is the container's scratch root). A second container with a
 // larger limit keeps the pod's total under the sum of the limits, so the
 // container's own limit is the one broken (the kubelet checks the pod's
 // total first).
