@@ -58,9 +58,9 @@ type volumeCache struct {
 
 // isEphemeral reports whether a volume lives on the node's root
 // filesystem and counts towards the pod's ephemeral storage, as the
-// kubelet's isVolumeEphemeral: a disk-backed emptyDir and a configMap
-// (secrets, projected and memory emptyDirs are tmpfs; downwardAPI is not
-// counted by the kubelet either).
+// kubelet's IsLocalEphemeralVolume: a disk-backed emptyDir, a configMap
+// and a gitRepo (secrets, projected and memory emptyDirs are tmpfs;
+// downwardAPI is not counted by the kubelet either).
 func isEphemeral(v *v1.Volume) bool {
 	return (v.EmptyDir != nil && v.EmptyDir.Medium == v1.StorageMediumDefault) || v.ConfigMap != nil || v.GitRepo != nil
 }
