@@ -122,7 +122,7 @@ func (a *Agent) configz() any {
 		"imageServiceEndpoint": c.ImageEndpoint, "runtimeRequestTimeout": c.RuntimeRequestTimeout.String(),
 		"rootDir": c.RootDir, "podLogsDir": c.PodLogsDir, "syncFrequency": c.SyncFrequency.String(),
 		"housekeepingInterval": c.HousekeepingInterval.String(), "containerGCPeriod": c.ContainerGCPeriod.String(), "maxPods": c.MaxPods,
-		"address": c.SecureAddress, "port": c.Port, "readOnlyPort": c.ReadOnlyPort,
+		"volumeStatsAggPeriod": c.VolumeStatsAggPeriod.String(), "address": c.SecureAddress, "port": c.Port, "readOnlyPort": c.ReadOnlyPort,
 		"tlsCertFile": c.TLSCertFile, "tlsPrivateKeyFile": c.TLSPrivateKeyFile,
 		"rotateCertificates": c.RotateCertificates, "serverTLSBootstrap": c.RotateServerCertificates,
 		"authentication": map[string]any{
