@@ -66,6 +66,7 @@ type fileConfig struct {
 	HousekeepingInterval     *metav1.Duration `json:"housekeepingInterval,omitempty"`
 	ContainerGCPeriod        *metav1.Duration `json:"containerGCPeriod,omitempty"`
 	PLEGRelistPeriod         *metav1.Duration `json:"plegRelistPeriod,omitempty"`
+	VolumeStatsAggPeriod     *metav1.Duration `json:"volumeStatsAggPeriod,omitempty"`
 	MaxPods                  *int             `json:"maxPods,omitempty"`
 	Address                  *string          `json:"address,omitempty"`
 	ReadOnlyPort             *int             `json:"readOnlyPort,omitempty"`
@@ -228,6 +229,7 @@ func runFlags(c *agent.Config, lo *logOptions, configFile *string) *flag.FlagSet
 	fs.DurationVar(&c.HousekeepingInterval, "housekeeping-interval", c.HousekeepingInterval, "period of the cleanup of orphaned pods, containers and directories")
 	fs.DurationVar(&c.ContainerGCPeriod, "container-gc-period", c.ContainerGCPeriod, "least time between two removals of dead containers, sandboxes and pod directories")
 	fs.DurationVar(&c.PLEGRelistPeriod, "pleg-relist-period", c.PLEGRelistPeriod, "period of the runtime relist")
+	fs.DurationVar(&c.VolumeStatsAggPeriod, "volume-stats-agg-period", c.VolumeStatsAggPeriod, "how long a pod's volume usage (a walk of each volume) is reused by the stats summary and local-storage eviction")
 	fs.IntVar(&c.MaxPods, "max-pods", c.MaxPods, "the most pods this node admits")
 	fs.StringVar(&c.Address, "address", c.Address, "listen address of the read-only server")
 	fs.IntVar(&c.ReadOnlyPort, "read-only-port", c.ReadOnlyPort, "port of the read-only server (/healthz, /pods, /metrics); 0 disables it")
@@ -377,6 +379,7 @@ func applyConfigFile(path string, cfg *agent.Config, lo *logOptions) error {
 	setDuration(&cfg.HousekeepingInterval, f.HousekeepingInterval)
 	setDuration(&cfg.ContainerGCPeriod, f.ContainerGCPeriod)
 	setDuration(&cfg.PLEGRelistPeriod, f.PLEGRelistPeriod)
+	setDuration(&cfg.VolumeStatsAggPeriod, f.VolumeStatsAggPeriod)
 	setDuration(&cfg.PluginIdleTimeout, f.PluginIdleTimeout)
 	if f.MaxPods != nil {
 		cfg.MaxPods = *f.MaxPods
@@ -416,7 +419,7 @@ func validateRunConfig(c agent.Config, lo logOptions) error {
 	for name, d := range map[string]time.Duration{
 		"file-check-frequency": c.FileCheckFrequency, "runtime-request-timeout": c.RuntimeRequestTimeout,
 		"sync-frequency": c.SyncFrequency, "housekeeping-interval": c.HousekeepingInterval, "container-gc-period": c.ContainerGCPeriod,
-		"pleg-relist-period":           c.PLEGRelistPeriod,
+		"pleg-relist-period": c.PLEGRelistPeriod, "volume-stats-agg-period": c.VolumeStatsAggPeriod,
 		"node-status-update-frequency": c.NodeStatusUpdateFrequency, "node-status-report-frequency": c.NodeStatusReportFrequency,
 	} {
 		if d <= 0 {

@@ -50,6 +50,7 @@ syncFrequency: 30s
 housekeepingInterval: 3s
 containerGCPeriod: 90s
 plegRelistPeriod: 500ms
+volumeStatsAggPeriod: 20s
 maxPods: 50
 address: 0.0.0.0
 readOnlyPort: 10256
@@ -119,7 +120,7 @@ authorization:
 				PodObjectsDir: "/etc/wasmlet/objects", VolumeResyncPeriod: d.VolumeResyncPeriod, PluginIdleTimeout: d.PluginIdleTimeout,
 				Port: 10251, ClientCAFile: "/etc/wasmlet/ca.crt", AuthorizationMode: "Webhook", PluginDir: "/etc/wasmlet/plugins", RuntimeEndpoint: "unix:///run/containerd/containerd.sock", ImageEndpoint: "unix:///run/images.sock",
 				RuntimeRequestTimeout: 30 * time.Second, RootDir: "/srv/wasmlet", PodLogsDir: "/srv/logs", SyncFrequency: 30 * time.Second,
-				HousekeepingInterval: 3 * time.Second, ContainerGCPeriod: 90 * time.Second, PLEGRelistPeriod: 500 * time.Millisecond, MaxPods: 50, Address: "0.0.0.0", ReadOnlyPort: 10256,
+				HousekeepingInterval: 3 * time.Second, ContainerGCPeriod: 90 * time.Second, PLEGRelistPeriod: 500 * time.Millisecond, VolumeStatsAggPeriod: 20 * time.Second, MaxPods: 50, Address: "0.0.0.0", ReadOnlyPort: 10256,
 				KubeConfig: "/etc/wasmlet/node.kubeconfig", KubeAPIQPS: d.KubeAPIQPS, KubeAPIBurst: d.KubeAPIBurst,
 				NodeStatusUpdateFrequency: 20 * time.Second, NodeStatusReportFrequency: time.Minute,
 				ClusterDNS: []string{"10.96.0.10"}, ResolvConf: "/etc/wasmlet/resolv.conf", CgroupDriver: "systemd", CgroupRoot: "/wasmlet",

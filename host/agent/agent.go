@@ -23,6 +23,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/config/file"
 	"github.com/wasmlet/wasmlet/host/internal/crimetrics"
 	"github.com/wasmlet/wasmlet/host/internal/dns"
+	"github.com/wasmlet/wasmlet/host/internal/eviction"
 	"github.com/wasmlet/wasmlet/host/internal/housekeeping"
 	"github.com/wasmlet/wasmlet/host/internal/logrotate"
 	"github.com/wasmlet/wasmlet/host/internal/node"
@@ -35,6 +36,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/host/internal/runtimeclass"
 	"github.com/wasmlet/wasmlet/host/internal/server"
+	"github.com/wasmlet/wasmlet/host/internal/stats"
 	"github.com/wasmlet/wasmlet/host/internal/status"
 	"github.com/wasmlet/wasmlet/host/internal/syncloop"
 	"github.com/wasmlet/wasmlet/host/internal/worker"
@@ -72,6 +74,7 @@ type Agent struct {
 	pleg   *pleg.PLEG
 	probes *prober.Manager
 	loop   *syncloop.Loop
+	stats  *stats.Provider // the stats summary: kubelet API and eviction
 }
 
 // New checks cfg, fills in defaults and builds the agent's parts that need
@@ -148,6 +151,7 @@ func withDefaults(cfg Config) (Config, error) {
 	setDefault(&cfg.HousekeepingInterval, d.HousekeepingInterval)
 	setDefault(&cfg.ContainerGCPeriod, d.ContainerGCPeriod)
 	setDefault(&cfg.PLEGRelistPeriod, d.PLEGRelistPeriod)
+	setDefault(&cfg.VolumeStatsAggPeriod, d.VolumeStatsAggPeriod)
 	if cfg.RootDir == "" {
 		cfg.RootDir = d.RootDir
 	}
@@ -243,6 +247,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.built.Store(true)
 	defer cleaner.Wait()
+	evictions, err := eviction.New(eviction.Config{
+		Stats: a.stats, Pods: a.pods, Statuses: a.statuses, Workers: workers, Events: a.cluster,
+		Logger: a.log.Named("eviction"), Registerer: a.reg,
+	})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
 	rot, err := logrotate.New(logrotate.Config{Runtime: a.rt, MaxSize: a.cfg.ContainerLogMaxSize, MaxFiles: a.cfg.ContainerLogMaxFiles, Logger: a.log.Named("logrotate")})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
@@ -280,6 +291,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	spawn("pleg", a.pleg.Run)
 	spawn("container log rotation", rot.Run)
+	spawn("eviction", evictions.Run)
 	spawn("pod config", func(ctx context.Context) error { a.podConfig.Run(ctx); return nil })
 	defer workers.Stop()
 	defer a.probes.Stop()
@@ -374,6 +386,10 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 		return nil, nil, fmt.Errorf("agent: node: %w", err)
 	}
 	a.node.Store(n)
+	a.stats = stats.New(stats.Config{
+		NodeName: a.cfg.NodeName, Runtime: a.rt, RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir,
+		Pod: a.pods.PodByUID, Volumes: a.data.volumes, VolumeStatsPeriod: a.cfg.VolumeStatsAggPeriod,
+	})
 	var hostIPs []string
 	for _, ad := range n.Status.Addresses {
 		if ad.Type == v1.NodeInternalIP {

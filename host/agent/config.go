@@ -88,6 +88,10 @@ type Config struct {
 	ContainerGCPeriod time.Duration
 	// PLEGRelistPeriod is the period of the PLEG relist.
 	PLEGRelistPeriod time.Duration
+	// VolumeStatsAggPeriod is how long a pod's volume usage (a walk of
+	// each volume's directory) is reused by the stats summary and the
+	// local-storage eviction (the kubelet's volumeStatsAggPeriod).
+	VolumeStatsAggPeriod time.Duration
 	// MaxPods is the max-pods admission limit.
 	MaxPods int
 	// Address is the read-only server's listen address.
@@ -174,6 +178,7 @@ func Defaults() Config {
 		HousekeepingInterval:  2 * time.Second,
 		ContainerGCPeriod:     time.Minute,
 		PLEGRelistPeriod:      time.Second,
+		VolumeStatsAggPeriod:  time.Minute,
 		VolumeResyncPeriod:    10 * time.Second,
 		MaxPods:               110,
 		CgroupsPerQOS:         true,

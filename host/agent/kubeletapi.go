@@ -12,7 +12,6 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/certificate"
 	"github.com/wasmlet/wasmlet/host/internal/kubeletapi"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
-	"github.com/wasmlet/wasmlet/host/internal/stats"
 )
 
 // servesKubeletAPI reports whether the kubelet API is served: a port is
@@ -82,7 +81,7 @@ func (a *Agent) newKubeletAPI(node *v1.Node, spawn func(string, func(context.Con
 		return nil, fmt.Errorf("agent: kubelet API: %w", err)
 	}
 	kubeletapi.RegisterStreaming(s, a.rt, a.pods.PodByName)
-	st := stats.New(stats.Config{NodeName: a.cfg.NodeName, Runtime: a.rt, RootDir: a.cfg.RootDir})
+	st := a.stats
 	kubeletapi.RegisterNodeEndpoints(s, kubeletapi.NodeEndpoints{
 		Pods: a.statuses.Pods, RunningPods: a.runningPods, Config: a.configz,
 		Gatherer: a.gatherer, Summary: st.SummaryHandler(), ResourceMetrics: st.ResourceMetricsHandler(),
@@ -123,7 +122,7 @@ func (a *Agent) configz() any {
 		"imageServiceEndpoint": c.ImageEndpoint, "runtimeRequestTimeout": c.RuntimeRequestTimeout.String(),
 		"rootDir": c.RootDir, "podLogsDir": c.PodLogsDir, "syncFrequency": c.SyncFrequency.String(),
 		"housekeepingInterval": c.HousekeepingInterval.String(), "containerGCPeriod": c.ContainerGCPeriod.String(), "maxPods": c.MaxPods,
-		"address": c.SecureAddress, "port": c.Port, "readOnlyPort": c.ReadOnlyPort,
+		"volumeStatsAggPeriod": c.VolumeStatsAggPeriod.String(), "address": c.SecureAddress, "port": c.Port, "readOnlyPort": c.ReadOnlyPort,
 		"tlsCertFile": c.TLSCertFile, "tlsPrivateKeyFile": c.TLSPrivateKeyFile,
 		"rotateCertificates": c.RotateCertificates, "serverTLSBootstrap": c.RotateServerCertificates,
 		"authentication": map[string]any{

@@ -60,6 +60,7 @@ type container struct {
 	logs     *logFile
 	force    func() // closes the module outright
 	usage    *usage // a running instance's stats
+	layer    layer  // its scratch root's usage, as last measured
 }
 
 // stateDir persists sandboxes and containers as one JSON file each.

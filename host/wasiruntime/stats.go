@@ -12,12 +12,14 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"golang.org/x/sys/unix"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/wasmlet/wasmlet/host/internal/diskusage"
 )
 
 // A running module's stats: its memory is its linear memory, its CPU time
 // that of the OS thread its goroutine is locked to while it runs (the
 // module's code and the host functions it calls run there and nothing
-// else does).
+// else does). A container's writable layer is its scratch root.
 
 // userHZ is the unit of /proc's CPU times.
 const userHZ = 100
@@ -63,15 +65,52 @@ func threadCPU(tid int) (uint64, error) {
 	return (utime + stime) * uint64(time.Second/userHZ), nil
 }
 
-// stats is the CRI stats of container c: CPU and memory while it runs,
-// the attributes only when it does not.
-func (c *container) stats() *runtimeapi.ContainerStats {
+// layerPeriod is how long a container's scratch-root usage is reused:
+// containerd refreshes its snapshots' usage every 10 s
+// (stats_collect_period) and a walk costs a stat per file.
+const layerPeriod = 10 * time.Second
+
+// layer is a container's scratch root usage as last measured.
+type layer struct {
+	at    time.Time
+	usage diskusage.Usage
+}
+
+// writableLayer is the container's writable layer: its scratch root,
+// walked at most once per layerPeriod; nil when it cannot be read.
+func (r *Runtime) writableLayer(c *container) *runtimeapi.FilesystemUsage {
+	root := r.rootfs(c.ID)
+	c.mu.Lock()
+	l := c.layer
+	c.mu.Unlock()
+	if l.at.IsZero() || time.Since(l.at) >= layerPeriod {
+		u, err := diskusage.Walk(root)
+		if err != nil {
+			return nil
+		}
+		l = layer{at: time.Now(), usage: u}
+		c.mu.Lock()
+		c.layer = l
+		c.mu.Unlock()
+	}
+	return &runtimeapi.FilesystemUsage{
+		Timestamp:  l.at.UnixNano(),
+		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: root},
+		UsedBytes:  &runtimeapi.UInt64Value{Value: l.usage.Bytes},
+		InodesUsed: &runtimeapi.UInt64Value{Value: l.usage.Inodes},
+	}
+}
+
+// stats is the CRI stats of container c: its writable layer (its scratch
+// root), and CPU and memory while it runs.
+func (r *Runtime) stats(c *container) *runtimeapi.ContainerStats {
 	c.mu.Lock()
 	u := c.usage
 	st := &runtimeapi.ContainerStats{Attributes: &runtimeapi.ContainerAttributes{
 		Id: c.ID, Metadata: c.Metadata, Labels: c.Labels, Annotations: c.Annotations,
 	}}
 	c.mu.Unlock()
+	st.WritableLayer = r.writableLayer(c)
 	if u == nil {
 		return st
 	}
@@ -87,13 +126,13 @@ func (c *container) stats() *runtimeapi.ContainerStats {
 }
 
 // ContainerStats implements the CRI call: a running module's CPU time and
-// linear memory.
+// linear memory, a container's scratch root as its writable layer.
 func (s *runtimeServer) ContainerStats(_ context.Context, req *runtimeapi.ContainerStatsRequest) (*runtimeapi.ContainerStatsResponse, error) {
 	c, err := s.r.container(req.GetContainerId())
 	if err != nil {
 		return nil, err
 	}
-	return &runtimeapi.ContainerStatsResponse{Stats: c.stats()}, nil
+	return &runtimeapi.ContainerStatsResponse{Stats: s.r.stats(c)}, nil
 }
 
 // ListContainerStats implements the CRI call for the running containers
@@ -110,7 +149,7 @@ func (s *runtimeServer) ListContainerStats(_ context.Context, req *runtimeapi.Li
 		if !running || (f != nil && (!matchID(c.ID, f.Id) || !matchID(c.SandboxID, f.PodSandboxId) || !matchLabels(c.Labels, f.LabelSelector))) {
 			continue
 		}
-		resp.Stats = append(resp.Stats, c.stats())
+		resp.Stats = append(resp.Stats, r.stats(c))
 	}
 	return resp, nil
 }

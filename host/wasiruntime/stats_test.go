@@ -55,3 +55,32 @@ func TestRuntime_ContainerStats(t *testing.T) {
 		t.Errorf("ContainerStats of an unknown container = %v, want NotFound", err)
 	}
 }
+
+// A container's scratch root is its writable layer: what it writes to its
+// own file system shows in its stats (refreshed every 10 s, so polled).
+func TestRuntime_ContainerStats_writableLayer(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	sb, sbCfg := h.sandbox(t, "s", nil)
+	id := h.run(t, sb, sbCfg, "fill", []string{"fill", "/big", "2", ";", "sleep", "1h"}, nil)
+	var used, inodes uint64
+	deadline := time.Now().Add(2 * time.Minute)
+	for used < 2<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("writable layer stays at %d bytes, want the 2 MiB written", used)
+		}
+		time.Sleep(100 * time.Millisecond)
+		st, err := h.rs.ContainerStats(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := st.WritableLayer
+		if w == nil || w.FsId.GetMountpoint() == "" || w.UsedBytes == nil || w.InodesUsed == nil {
+			t.Fatalf("writable layer %v, want the scratch root's usage", w)
+		}
+		used, inodes = w.UsedBytes.GetValue(), w.InodesUsed.GetValue()
+	}
+	if inodes < 2 {
+		t.Errorf("writable layer of %d inodes, want the root directory and the file at least", inodes)
+	}
+}

@@ -46,6 +46,9 @@ func TestAPIServer(t *testing.T) {
 		{"EphemeralContainer", testEphemeralContainer, nil},
 		// The exec probe runs the image's /testbox, a native binary.
 		{"LivenessEvents", testLivenessEvents, []string{"containerd"}},
+		{"EmptyDirEviction", testEmptyDirEviction, nil},
+		{"ContainerStorageEviction", testContainerStorageEviction, nil},
+		{"ActiveDeadline", testActiveDeadline, nil},
 		{"RuntimeClass", testRuntimeClass, nil},
 		{"Kubectl", testKubectl, nil},
 		{"APIServerRestart", testAPIServerRestart, nil},

@@ -84,7 +84,9 @@ func (a *agent) start(t testing.TB) {
 		"--container-runtime-endpoint", flags.Endpoint, "--log-level", "debug",
 		// Small enough for the log rotation case's chatty container to
 		// rotate within seconds, large enough for every other case's logs.
-		"--container-log-max-size", "64Ki", "--container-log-max-files", "3")
+		"--container-log-max-size", "64Ki", "--container-log-max-files", "3",
+		// Volume walks reused for 10 s, not a minute: evictions come sooner.
+		"--volume-stats-agg-period", "10s")
 }
 
 // localPods is the agent's own /pods.

@@ -14,6 +14,7 @@
 //	cat FILE             print FILE
 //	spin                 busy-loop forever
 //	oom MIB              allocate and touch MIB MiB, 1 MiB at a time
+//	fill FILE MIB        write MIB MiB to FILE, 1 MiB at a time
 //	watch EVERY FILE...  print "FILE=<content>" for each FILE every EVERY, forever
 //	whoami URL           ask the API server at URL who the pod's service-account
 //	                     token is (a SelfSubjectReview with the mounted token
@@ -177,6 +178,32 @@ func run(step []string) error {
 			return err
 		}
 		fmt.Printf("user=%s\n", user)
+	case "fill":
+		if len(args) != 2 {
+			return fmt.Errorf("want FILE MIB")
+		}
+		mib, err := strconv.Atoi(args[1])
+		if err != nil {
+			return err
+		}
+		f, err := os.Create(args[0])
+		if err != nil {
+			return err
+		}
+		b := make([]byte, 1<<20)
+		for j := range b {
+			b[j] = byte(j)
+		}
+		for i := 0; i < mib && err == nil; i++ {
+			_, err = f.Write(b)
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Printf("wrote %d MiB to %s\n", mib, args[0])
 	case "oom":
 		if len(args) != 1 {
 			return fmt.Errorf("want MIB")

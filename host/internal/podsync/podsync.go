@@ -155,7 +155,7 @@ func (s *Syncer) InitialStatus(p *v1.Pod) v1.PodStatus {
 // brings it to its spec.
 func (s *Syncer) Sync(ctx context.Context, w worker.Work) error {
 	if w.Kind == worker.Terminate {
-		return s.terminate(ctx, w.Pod, w.GracePeriod)
+		return s.terminate(ctx, w.Pod, w.GracePeriod, w.Failure)
 	}
 	return s.sync(ctx, w.Pod)
 }
@@ -170,11 +170,11 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 		return err
 	}
 	api := s.generate(p, rs, s.previous(p.UID))
-	if pastActiveDeadline(p, &api, time.Now()) {
+	if status.PastActiveDeadline(p, &api, time.Now()) {
 		// The kubelet's active deadline handler: the pod fails and is
-		// stopped.
-		api.Phase, api.Reason, api.Message = v1.PodFailed, "DeadlineExceeded", "Pod was active on the node longer than the specified deadline"
-		s.cfg.Events.Event(p, v1.EventTypeNormal, "DeadlineExceeded", api.Message)
+		// stopped with its own grace period.
+		api.Phase, api.Reason, api.Message = v1.PodFailed, status.ReasonDeadlineExceeded, status.MessageDeadlineExceeded
+		s.cfg.Events.Event(p, v1.EventTypeNormal, status.ReasonDeadlineExceeded, api.Message)
 	}
 	s.cfg.Statuses.SetPodStatus(p, api)
 	defer func() { s.cfg.Records.Synced(p.UID, time.Now()) }()
@@ -236,15 +236,6 @@ func (s *Syncer) stepEvents(p *v1.Pod, res runtime.SyncResult) {
 	}
 }
 
-// pastActiveDeadline reports whether a pod still running has been active
-// longer than its activeDeadlineSeconds (counted from its start time).
-func pastActiveDeadline(p *v1.Pod, st *v1.PodStatus, now time.Time) bool {
-	if p.Spec.ActiveDeadlineSeconds == nil || st.StartTime == nil || st.Phase == v1.PodFailed || st.Phase == v1.PodSucceeded {
-		return false
-	}
-	return now.Sub(st.StartTime.Time) >= time.Duration(*p.Spec.ActiveDeadlineSeconds)*time.Second
-}
-
 // observeStart records the pod start latency once all containers run.
 func (s *Syncer) observeStart(p *v1.Pod, st *v1.PodStatus) {
 	if len(st.ContainerStatuses) == 0 {
@@ -266,11 +257,20 @@ func (s *Syncer) observeStart(p *v1.Pod, st *v1.PodStatus) {
 }
 
 // terminate kills the pod with the worker's grace period (the pod's own
-// unless an override shortened it) and records its final status.
-func (s *Syncer) terminate(ctx context.Context, p *v1.Pod, grace time.Duration) error {
+// unless an override shortened it) and records its final status. With a
+// failure (an eviction) the pod's status becomes phase Failed with its
+// reason and message first, as the kubelet's syncTerminatingPod applies
+// the kill's status function before it stops anything; a terminal phase
+// is never left, so the status stays so.
+func (s *Syncer) terminate(ctx context.Context, p *v1.Pod, grace time.Duration, failure *worker.Failure) error {
 	rs, err := s.cfg.Runtime.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
 	if err != nil {
 		return err
+	}
+	if failure != nil {
+		st := s.generate(p, rs, s.previous(p.UID))
+		st.Phase, st.Reason, st.Message = v1.PodFailed, failure.Reason, failure.Message
+		s.cfg.Statuses.SetPodStatus(p, st)
 	}
 	if rs.Running() {
 		s.cfg.Events.Event(p, v1.EventTypeNormal, "Killing", fmt.Sprintf("stopping the pod's containers with a %v grace period", grace))

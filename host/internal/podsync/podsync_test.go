@@ -1,39 +1,22 @@
 package podsync
 
 import (
+	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/wasmlet/wasmlet/host/internal/podstate"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/status"
+	"github.com/wasmlet/wasmlet/host/internal/worker"
 )
-
-func TestPastActiveDeadline(t *testing.T) {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	pod := &v1.Pod{Spec: v1.PodSpec{ActiveDeadlineSeconds: ptr.To(int64(5))}}
-	running := &v1.PodStatus{Phase: v1.PodRunning, StartTime: &metav1.Time{Time: start}}
-	for _, c := range []struct {
-		name string
-		pod  *v1.Pod
-		st   *v1.PodStatus
-		at   time.Duration
-		want bool
-	}{
-		{"before", pod, running, 4 * time.Second, false},
-		{"at the deadline", pod, running, 5 * time.Second, true},
-		{"no deadline", &v1.Pod{}, running, time.Hour, false},
-		{"not started", pod, &v1.PodStatus{Phase: v1.PodPending}, time.Hour, false},
-		{"already failed", pod, &v1.PodStatus{Phase: v1.PodFailed, StartTime: &metav1.Time{Time: start}}, time.Hour, false},
-	} {
-		if got := pastActiveDeadline(c.pod, c.st, start.Add(c.at)); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
-	}
-}
 
 type recorded struct{ events []string }
 
@@ -59,5 +42,98 @@ func TestStepEvents(t *testing.T) {
 	}
 	if !slices.Equal(rec.events, want) {
 		t.Errorf("events %q, want %q", rec.events, want)
+	}
+}
+
+// fakeRuntime runs one pod: a ready sandbox and a running container "c"
+// until KillPod, which records its grace period override.
+type fakeRuntime struct {
+	mu       sync.Mutex
+	killed   bool
+	override *int64
+	synced   int
+}
+
+func (f *fakeRuntime) Name() string { return "fake" }
+func (f *fakeRuntime) SyncPod(context.Context, *v1.Pod, *runtime.PodStatus, *flowcontrol.Backoff) runtime.SyncResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.synced++
+	return runtime.SyncResult{}
+}
+func (f *fakeRuntime) KillPod(_ context.Context, _ *v1.Pod, _ *runtime.PodStatus, o *int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.killed, f.override = true, o
+	return nil
+}
+func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	start := time.Now().Add(-time.Minute)
+	s := &runtime.PodStatus{UID: uid, Name: name, Namespace: ns, Timestamp: time.Now(),
+		Sandboxes:  []*runtime.SandboxStatus{{ID: "sb", Ready: !f.killed, CreatedAt: start}},
+		Containers: []*runtime.ContainerStatus{{ID: "ctr", SandboxID: "sb", Name: "c", State: runtime.StateRunning, CreatedAt: start, StartedAt: start}},
+	}
+	if f.killed {
+		s.Containers[0].State, s.Containers[0].ExitCode, s.Containers[0].Reason, s.Containers[0].FinishedAt = runtime.StateExited, 137, "Error", time.Now()
+	}
+	return s, nil
+}
+func (f *fakeRuntime) WaitingReason(types.UID, string) (string, string, bool) { return "", "", false }
+
+// runtimeCache is a PLEG cache that reads the runtime on every call.
+type runtimeCache struct{ rt *fakeRuntime }
+
+func (c runtimeCache) GetNewerThan(ctx context.Context, uid types.UID, _ time.Time) (*runtime.PodStatus, error) {
+	return c.rt.GetPodStatus(ctx, uid, "p", "ns")
+}
+func (runtimeCache) Set(types.UID, *runtime.PodStatus, error, time.Time) {}
+
+type onePod struct{ p *v1.Pod }
+
+func (o onePod) PodByUID(uid types.UID) (*v1.Pod, bool) { return o.p, uid == o.p.UID }
+
+// An eviction (a Terminate with a Failure) gives the pod phase Failed with
+// the failure's reason and message before it is killed, keeps them once
+// its containers are dead, and a later sync does not start it again.
+func TestSyncer_Terminate_failure(t *testing.T) {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
+		Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways, Containers: []v1.Container{{Name: "c", Image: "img"}}}}
+	rt := &fakeRuntime{}
+	statuses := status.NewManager()
+	s, err := New(Config{Runtime: rt, Cache: runtimeCache{rt}, Statuses: statuses, Pods: onePod{p},
+		Records: podstate.New(podstate.Config{}), Events: &recorded{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Sync(ctx, worker.Work{Kind: worker.Sync, Pod: p, First: true}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := statuses.PodStatus(p.UID); st.Phase != v1.PodRunning {
+		t.Fatalf("before the eviction: phase %s, want Running", st.Phase)
+	}
+	msg := "Usage of EmptyDir volume \"scratch\" exceeds the limit \"1Mi\". "
+	err = s.Sync(ctx, worker.Work{Kind: worker.Terminate, Pod: p, GracePeriod: time.Second, Failure: &worker.Failure{Reason: "Evicted", Message: msg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rt.killed || rt.override == nil || *rt.override != 1 {
+		t.Errorf("killed %v with override %v, want killed with 1 s", rt.killed, rt.override)
+	}
+	st, _ := statuses.PodStatus(p.UID)
+	if st.Phase != v1.PodFailed || st.Reason != "Evicted" || st.Message != msg {
+		t.Errorf("after the eviction: %s/%s/%q, want Failed/Evicted/%q", st.Phase, st.Reason, st.Message, msg)
+	}
+	if cs := st.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil {
+		t.Errorf("container statuses %+v, want c terminated", cs)
+	}
+	// A new worker's sync (a PLEG event) keeps the pod failed and dead.
+	if err := s.Sync(ctx, worker.Work{Kind: worker.Sync, Pod: p, First: true}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := statuses.PodStatus(p.UID); st.Phase != v1.PodFailed || st.Reason != "Evicted" || rt.synced != 1 {
+		t.Errorf("after a later sync: %s/%s, runtime synced %d times, want Failed/Evicted and 1", st.Phase, st.Reason, rt.synced)
 	}
 }

@@ -3,7 +3,10 @@
 // resource metrics (/metrics/resource), which metrics-server and
 // `kubectl top` read: the node's CPU, memory, network and filesystem from
 // /proc and statfs, the pods' and containers' CPU and memory from the CRI
-// runtime's stats, a pod's network from its sandbox's network namespace.
+// runtime's stats, a pod's network from its sandbox's network namespace,
+// and its local storage as the kubelet accounts it: containers' rootfs
+// (the CRI writable layer) and logs, volumes (a du of each volume's
+// directory, cached per pod) and their sum, the pod's ephemeral storage.
 package stats
 
 import (
@@ -14,7 +17,9 @@ import (
 	"sync"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
@@ -41,6 +46,18 @@ type Config struct {
 	RootDir string
 	// ProcDir is the proc filesystem; empty means /proc.
 	ProcDir string
+	// PodLogsDir is the root of the containers' logs,
+	// <PodLogsDir>/<ns>_<pod>_<uid>/<container>/; empty reports no logs.
+	PodLogsDir string
+	// Pod returns a pod the node runs, by UID: its spec names its volumes.
+	// With Volumes, pods get VolumeStats; nil reports none.
+	Pod func(types.UID) (*v1.Pod, bool)
+	// Volumes tells where the pods' volumes live.
+	Volumes Volumes
+	// VolumeStatsPeriod is how long a pod's volume stats (a walk of each
+	// volume's directory) are reused; 0 means 1 min, the kubelet's
+	// --volume-stats-agg-period.
+	VolumeStatsPeriod time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -52,6 +69,7 @@ type Provider struct {
 
 	mu      sync.Mutex
 	nodeCPU cpuSample
+	volumes map[types.UID]*volumeCache
 }
 
 // New returns a Provider for cfg.
@@ -62,7 +80,10 @@ func New(cfg Config) *Provider {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Provider{cfg: cfg}
+	if cfg.VolumeStatsPeriod <= 0 {
+		cfg.VolumeStatsPeriod = time.Minute
+	}
+	return &Provider{cfg: cfg, volumes: map[types.UID]*volumeCache{}}
 }
 
 // Summary is the node's stats summary. With cpuAndMemoryOnly (the
@@ -77,8 +98,26 @@ func (p *Provider) Summary(ctx context.Context, cpuAndMemoryOnly bool) (*statsap
 	if err != nil {
 		return nil, fmt.Errorf("stats: %w", err)
 	}
-	pods := p.pods(ctx, rs, cpuAndMemoryOnly)
+	pods := p.pods(ctx, rs, parts{network: !cpuAndMemoryOnly, storage: !cpuAndMemoryOnly})
 	return &statsapi.Summary{Node: *node, Pods: pods}, nil
+}
+
+// PodStorage is the pods' part of the summary without networks: each
+// running pod's containers (CPU, memory, rootfs, logs), volumes and
+// ephemeral storage — what the eviction manager reads every period,
+// without the node's readings or a sandbox status call per pod.
+func (p *Provider) PodStorage(ctx context.Context) ([]statsapi.PodStats, error) {
+	rs, err := p.cfg.Runtime.Stats(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("stats: %w", err)
+	}
+	return p.pods(ctx, rs, parts{storage: true}), nil
+}
+
+// parts says which optional parts of the pods' stats to read.
+type parts struct {
+	network bool // the pod's network (a sandbox status call per pod)
+	storage bool // logs, volumes, ephemeral storage
 }
 
 func (p *Provider) node(cpuAndMemoryOnly bool) (*statsapi.NodeStats, error) {
@@ -134,7 +173,7 @@ func bootTime(procDir string, now time.Time) time.Time {
 // pods is the stats of each ready sandbox's pod: its running containers
 // with CRI stats, the pod's CPU and memory from the sandbox's stats or else
 // the sum of its containers', its network from the sandbox's.
-func (p *Provider) pods(ctx context.Context, rs *runtime.RuntimeStats, cpuAndMemoryOnly bool) []statsapi.PodStats {
+func (p *Provider) pods(ctx context.Context, rs *runtime.RuntimeStats, want parts) []statsapi.PodStats {
 	byPod := map[string][]*runtimeapi.Container{}
 	for _, c := range rs.Containers {
 		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
@@ -142,6 +181,7 @@ func (p *Provider) pods(ctx context.Context, rs *runtime.RuntimeStats, cpuAndMem
 		}
 	}
 	var out []statsapi.PodStats
+	live := map[types.UID]bool{}
 	for _, sb := range rs.Sandboxes {
 		if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY || sb.Metadata == nil {
 			continue
@@ -159,17 +199,24 @@ func (p *Provider) pods(ctx context.Context, rs *runtime.RuntimeStats, cpuAndMem
 		}
 		if ss, ok := rs.SandboxStats[sb.Id]; ok && ss.GetLinux() != nil {
 			ps.CPU, ps.Memory = cpuStats(ss.Linux.Cpu), memoryStats(ss.Linux.Memory)
-			if !cpuAndMemoryOnly {
+			if want.network {
 				ps.Network = networkStats(ss.Linux.Network)
 			}
 		}
 		if ps.CPU == nil || ps.Memory == nil {
 			ps.CPU, ps.Memory = sumContainers(ps.Containers)
 		}
-		if ps.Network == nil && !cpuAndMemoryOnly {
+		if ps.Network == nil && want.network {
 			ps.Network = p.sandboxNetwork(ctx, sb.Id)
 		}
+		if want.storage {
+			live[types.UID(sb.Metadata.Uid)] = true
+			p.podStorage(&ps)
+		}
 		out = append(out, ps)
+	}
+	if want.storage {
+		p.forgetVolumes(live)
 	}
 	return out
 }

@@ -203,7 +203,7 @@ func (l *Loop) Run(ctx context.Context) error {
 		case <-syncTicker.C:
 			l.iterationStart.Store(time.Now().UnixNano())
 			src = "sync"
-			if due := l.cfg.Records.Due(l.cfg.Pods.Pods(), time.Now(), l.cfg.SyncFrequency); len(due) > 0 {
+			if due := l.podsToSync(time.Now()); len(due) > 0 {
 				l.syncs(due)
 			}
 		case <-hk.C:
@@ -294,6 +294,37 @@ func (l *Loop) additions(ctx context.Context, pods []*v1.Pod) {
 		}
 		l.cfg.Workers.Update(worker.Update{Pod: p, Kind: syncKind(p)})
 	}
+}
+
+// podsToSync are the pods a sync tick at now syncs, the kubelet's
+// getPodsToSync: those whose last sync is SyncFrequency old, and those
+// past their activeDeadlineSeconds (the kubelet's active deadline sync
+// loop handler), so such a pod is failed within a tick of its deadline.
+func (l *Loop) podsToSync(now time.Time) []*v1.Pod {
+	pods := l.cfg.Pods.Pods()
+	due := l.cfg.Records.Due(pods, now, l.cfg.SyncFrequency)
+	var more []*v1.Pod
+	for _, p := range pods {
+		if p.Spec.ActiveDeadlineSeconds == nil || l.cfg.Records.Rejected(p.UID) {
+			continue
+		}
+		if st, ok := l.cfg.Statuses.PodStatus(p.UID); ok && status.PastActiveDeadline(p, &st, now) {
+			more = append(more, p)
+		}
+	}
+	if len(more) == 0 {
+		return due
+	}
+	in := make(map[types.UID]bool, len(due))
+	for _, p := range due {
+		in[p.UID] = true
+	}
+	for _, p := range more {
+		if !in[p.UID] {
+			due = append(due, p)
+		}
+	}
+	return due
 }
 
 // syncStaticOf syncs the static pod a mirror pod mirrors.

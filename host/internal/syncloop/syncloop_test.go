@@ -59,11 +59,11 @@ func newPod(name string) *v1.Pod {
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "img"}}}}
 }
 
-func TestLoop_Dispatch_Admission(t *testing.T) {
-	rec := &recorder{}
-	pods := pod.New()
-	statuses := status.NewManager()
-	records := podstate.New(podstate.Config{})
+// newLoop is a Loop over the given stores whose workers, recorder and
+// cluster are rec; it admits every pod but those named "bad", whose
+// initial status is Pending.
+func newLoop(t *testing.T, rec *recorder, pods *pod.Manager, statuses *status.Manager, records *podstate.Store) *Loop {
+	t.Helper()
 	l, err := New(Config{
 		Updates: make(chan config.PodUpdate), Events: make(chan pleg.Event), SeenAllSources: func() bool { return true },
 		Pods: pods, Records: records, Statuses: statuses, Admit: denyNamed("bad"), Node: func() *v1.Node { return &v1.Node{} },
@@ -74,6 +74,15 @@ func TestLoop_Dispatch_Admission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l
+}
+
+func TestLoop_Dispatch_Admission(t *testing.T) {
+	rec := &recorder{}
+	pods := pod.New()
+	statuses := status.NewManager()
+	records := podstate.New(podstate.Config{})
+	l := newLoop(t, rec, pods, statuses, records)
 	good, bad := newPod("good"), newPod("bad")
 	l.dispatch(context.Background(), config.PodUpdate{Op: config.OpAdd, Source: "file", Pods: []*v1.Pod{good, bad}})
 
@@ -114,5 +123,42 @@ func TestLoop_Dispatch_Admission(t *testing.T) {
 	}
 	if rec.changed != 3 {
 		t.Errorf("cluster told of %d changes, want 3", rec.changed)
+	}
+}
+
+func TestLoop_PodsToSync_ActiveDeadline(t *testing.T) {
+	rec := &recorder{}
+	pods := pod.New()
+	statuses := status.NewManager()
+	records := podstate.New(podstate.Config{})
+	l := newLoop(t, rec, pods, statuses, records)
+	start := time.Now().Add(-time.Hour)
+	now := start.Add(10 * time.Second)
+	five := int64(5)
+	past, early, failed, none, stale := newPod("past"), newPod("early"), newPod("failed"), newPod("none"), newPod("stale")
+	past.Spec.ActiveDeadlineSeconds, failed.Spec.ActiveDeadlineSeconds = &five, &five
+	long := int64(60)
+	early.Spec.ActiveDeadlineSeconds = &long
+	for _, p := range []*v1.Pod{past, early, failed, none, stale} {
+		pods.AddPod(p)
+		phase := v1.PodRunning
+		if p == failed {
+			phase = v1.PodFailed
+		}
+		statuses.SetPodStatus(p, v1.PodStatus{Phase: phase, StartTime: &metav1.Time{Time: start}})
+		records.Synced(p.UID, now.Add(-time.Second))
+	}
+	// stale is due by SyncFrequency; past by its deadline (and synced a
+	// second ago); early, failed and none are not.
+	records.Synced(stale.UID, now.Add(-2*time.Minute))
+	got := map[string]bool{}
+	for _, p := range l.podsToSync(now) {
+		if got[p.Name] {
+			t.Errorf("%s listed twice", p.Name)
+		}
+		got[p.Name] = true
+	}
+	if len(got) != 2 || !got["past"] || !got["stale"] {
+		t.Errorf("pods to sync %v, want past and stale", got)
 	}
 }

@@ -48,6 +48,19 @@ type Work struct {
 	GracePeriod time.Duration
 	// First is true for the first Sync of this pod by this worker.
 	First bool
+	// Failure, with Terminate, is the terminal status the node gives the
+	// pod it kills (an eviction); nil for an ordinary kill.
+	Failure *Failure
+}
+
+// Failure is why the node itself ends a pod (the kubelet's
+// KillPodOptions.PodStatusFunc of an eviction): the pod's status becomes
+// phase Failed with Reason and Message before it is killed.
+type Failure struct {
+	// Reason is the status reason, e.g. "Evicted".
+	Reason string
+	// Message is the status message.
+	Message string
 }
 
 // Update asks the worker of a pod for work.
@@ -60,6 +73,9 @@ type Update struct {
 	// GracePeriodOverride, when set with Terminate, replaces the pod's
 	// grace period (seconds); the effective grace period only ever shrinks.
 	GracePeriodOverride *int64
+	// Failure, with Terminate, fails the pod with this reason and message;
+	// the first Failure given to a terminating pod is kept.
+	Failure *Failure
 }
 
 // Config configures the pod workers.
@@ -106,7 +122,8 @@ type podWorker struct {
 	pending     bool // an Update arrived since the last sync started
 	terminating bool
 	grace       time.Duration
-	synced      bool // a Sync has run
+	failure     *Failure // the Failure of the Terminate, if any
+	synced      bool     // a Sync has run
 	cancel      context.CancelFunc
 	running     Kind
 	wake        chan struct{}
@@ -173,6 +190,9 @@ func (w *Workers) Update(u Update) {
 			pw.grace = g
 		}
 		pw.terminating = true
+		if pw.failure == nil {
+			pw.failure = u.Failure
+		}
 		if pw.cancel != nil && pw.running == Sync {
 			pw.cancel()
 		}
@@ -264,7 +284,7 @@ func (w *Workers) run(uid types.UID, pw *podWorker) {
 		w.mu.Lock()
 		work := Work{Kind: Sync, Pod: pw.pod, First: !pw.synced}
 		if pw.terminating {
-			work.Kind, work.GracePeriod, work.First = Terminate, pw.grace, false
+			work.Kind, work.GracePeriod, work.First, work.Failure = Terminate, pw.grace, false, pw.failure
 		}
 		op := operation(work, triggered && pw.pending)
 		pw.pending = false

@@ -275,3 +275,29 @@ func BenchmarkWorkers_Update1000Pods(b *testing.B) {
 		done.Wait()
 	}
 }
+
+// A Terminate's Failure reaches the sync function; the first one given to
+// a terminating pod is kept (a later plain kill or another failure does
+// not replace it).
+func TestWorkers_Update_terminateFailure(t *testing.T) {
+	r := &recorder{fail: 1, seen: make(chan Work, 10)}
+	w, _ := New(Config{SyncFunc: r.sync, BackOff: 50 * time.Millisecond})
+	defer w.Stop()
+	p := testPod("a", "v1")
+	zero := int64(0)
+	evicted := &Failure{Reason: "Evicted", Message: "over"}
+	w.Update(Update{Pod: p, Kind: Terminate, GracePeriodOverride: &zero, Failure: evicted})
+	if k := <-r.seen; k.Kind != Terminate || k.Failure != evicted || k.GracePeriod != time.Second {
+		t.Fatalf("first kill %+v, want Terminate with the failure, 1 s", k)
+	}
+	w.Update(Update{Pod: p, Kind: Terminate})
+	w.Update(Update{Pod: p, Kind: Terminate, Failure: &Failure{Reason: "Other"}})
+	if k := <-r.seen; k.Failure != evicted {
+		t.Errorf("retried kill's failure %+v, want the first %+v", k.Failure, evicted)
+	}
+	// A plain kill carries none.
+	w.Update(Update{Pod: testPod("b", "v1"), Kind: Terminate})
+	if k := <-r.seen; k.Failure != nil {
+		t.Errorf("plain kill's failure %+v, want nil", k.Failure)
+	}
+}
