@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,9 +29,14 @@ const extismImportModule = "extism:host/env"
 // plugin's input, the JSON response as its output, return code 0, and
 // error_set for a plugin-level failure.
 type extismPlugin struct {
-	p        *Plugin
-	compiled *extism.CompiledPlugin
-	pool     *pool[*extismInstance]
+	p    *Plugin
+	pool *pool[*extismInstance]
+	// compile builds the compiled plugin (again after reap: the
+	// compilation cache makes it a lookup).
+	compile func(context.Context) (*extism.CompiledPlugin, error)
+
+	codeMu   sync.Mutex             // guards compiled: reap unloads it, code reloads it
+	compiled *extism.CompiledPlugin // nil while unloaded by reap
 }
 
 type extismInstance struct {
@@ -107,11 +113,19 @@ func (e *engine) loadExtism(ctx context.Context, src *source, overrides map[stri
 	}, nil, nil)
 	tick.SetNamespace(meter.ImportModule)
 	rc := wazero.NewRuntimeConfigCompiler().WithCompilationCache(e.cache)
-	cp, err := extism.NewCompiledPlugin(ctx, man, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, []extism.HostFunction{tick})
-	if err != nil {
-		return nil, pluginError(name, ErrCompile, "%s (extism): %v", src.wasmPath, err)
+	compile := func(ctx context.Context) (*extism.CompiledPlugin, error) {
+		cp, err := extism.NewCompiledPlugin(ctx, man, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, []extism.HostFunction{tick})
+		if err != nil {
+			return nil, pluginError(name, ErrCompile, "%s (extism): %v", src.wasmPath, err)
+		}
+		return cp, nil
 	}
-	x := &extismPlugin{p: p, compiled: cp}
+	cp, err := compile(ctx)
+	if err != nil {
+		return nil, err
+	}
+	x := &extismPlugin{p: p, compiled: cp, compile: compile}
+	p.codeLoaded.Store(true)
 	p.reads = abi.ReadsAll
 	x.pool = newPool(p, x.newInstance)
 	p.ext = x
@@ -121,6 +135,9 @@ func (e *engine) loadExtism(ctx context.Context, src *source, overrides map[stri
 		return nil, err
 	}
 	x.pool.put(inst, true)
+	p.stats.touch(mono())
+	e.lastLoad.Store(int64(mono()))
+	e.track(p, true)
 	return p, nil
 }
 
@@ -156,7 +173,11 @@ func (x *extismPlugin) newInstance(ctx context.Context) (inst *extismInstance, e
 			err = pluginError(x.p.manifest.Name, ErrMemoryLimit, "instantiate: %v", r)
 		}
 	}()
-	xi, err := x.compiled.Instance(experimental.WithMemoryAllocator(ctx, alloc), extism.PluginInstanceConfig{ModuleConfig: mc})
+	compiled, err := x.code(ctx)
+	if err != nil {
+		return nil, err
+	}
+	xi, err := compiled.Instance(experimental.WithMemoryAllocator(ctx, alloc), extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		return nil, pluginError(x.p.manifest.Name, ErrTrap, "instantiate (extism): %v", err)
 	}
@@ -222,7 +243,52 @@ func (x *extismPlugin) invoke(ctx context.Context, inst *extismInstance, k abi.K
 	return nil, pluginError(name, ErrPluginFailed, "%s returned code %d", export, rc)
 }
 
+// code returns the compiled plugin, compiling it again when reap unloaded
+// it. The module's bytes are those loaded (Extism holds them in its
+// manifest), so a file changed on disk since is not picked up here: that is
+// the Manager's reload.
+func (x *extismPlugin) code(ctx context.Context) (*extism.CompiledPlugin, error) {
+	x.codeMu.Lock()
+	defer x.codeMu.Unlock()
+	if x.compiled != nil {
+		return x.compiled, nil
+	}
+	if x.p.closed.Load() {
+		return nil, pluginError(x.p.manifest.Name, ErrClosed, "reload")
+	}
+	cp, err := x.compile(ctx)
+	if err != nil {
+		return nil, err
+	}
+	x.compiled = cp
+	x.p.codeLoaded.Store(true)
+	x.p.stats.reloaded()
+	return cp, nil
+}
+
+// reap gives back an idle Extism plugin's instances and compiled plugin,
+// as Plugin.reap does for a v1 module; it reports whether the code was
+// unloaded.
+func (x *extismPlugin) reap() bool {
+	x.codeMu.Lock()
+	defer x.codeMu.Unlock()
+	if !x.pool.drain() || x.compiled == nil {
+		return false
+	}
+	x.compiled.Close(context.Background())
+	x.compiled = nil
+	x.p.codeLoaded.Store(false)
+	x.p.stats.unloaded()
+	return true
+}
+
 func (x *extismPlugin) close(ctx context.Context) {
 	x.pool.close()
-	x.compiled.Close(ctx)
+	x.codeMu.Lock()
+	defer x.codeMu.Unlock()
+	if x.compiled != nil {
+		x.compiled.Close(ctx)
+		x.compiled = nil
+		x.p.codeLoaded.Store(false)
+	}
 }

@@ -15,8 +15,11 @@ import (
 // instantiates afresh. It reports whether the code was unloaded.
 func (p *Plugin) reap() bool {
 	idle := p.e.cfg.IdleTimeout
-	if idle <= 0 || p.pool == nil || p.closed.Load() || mono()-p.stats.lastCall() < idle {
+	if idle <= 0 || p.closed.Load() || mono()-p.stats.lastCall() < idle {
 		return false
+	}
+	if p.ext != nil {
+		return p.ext.reap()
 	}
 	p.codeMu.Lock()
 	defer p.codeMu.Unlock()
@@ -86,8 +89,7 @@ func (p *Plugin) definitions() wazero.CompiledModule {
 
 // Memory is what a plugin holds at a moment.
 type Memory struct {
-	// CodeLoaded is true while the compiled code is loaded (always for an
-	// Extism plugin).
+	// CodeLoaded is true while the compiled code is loaded.
 	CodeLoaded bool
 	// Idle counts the instances waiting for a call; calls in flight hold
 	// others.
@@ -98,9 +100,14 @@ type Memory struct {
 	LinearBytes, ResidentBytes uint64
 }
 
-// Memory reports what the plugin holds now (v1 plugins; an Extism plugin
-// reports only CodeLoaded).
+// Memory reports what the plugin holds now (an Extism plugin reports
+// CodeLoaded and Idle: its memories are the Extism kernel's).
 func (p *Plugin) Memory() Memory {
+	if p.ext != nil {
+		p.ext.pool.mu.Lock()
+		defer p.ext.pool.mu.Unlock()
+		return Memory{CodeLoaded: p.codeLoaded.Load(), Idle: len(p.ext.pool.idle)}
+	}
 	if p.pool == nil {
 		return Memory{CodeLoaded: true}
 	}

@@ -100,3 +100,27 @@ func TestPlugin_Reads(t *testing.T) {
 		}
 	}
 }
+
+// TestPlugin_IdleReapExtism checks the same for an Extism plugin: idle, it
+// gives back its instances and compiled plugin; the next call compiles it
+// again and gets the plugin's own verdict.
+func TestPlugin_IdleReapExtism(t *testing.T) {
+	ctx := context.Background()
+	p := load(t, "testdata/wat/extism.wasm", Config{Timeout: time.Minute, IdleTimeout: 50 * time.Millisecond, CacheDir: filepath.Join(t.TempDir(), "cache")})
+	idle := func() bool { m := p.Memory(); return !m.CodeLoaded && m.Idle == 0 }
+	eventually(t, 30*time.Second, "the idle Extism plugin to unload", idle)
+	if r, err := p.Admit(ctx, admitReq(`{"metadata":{"name":"x!"}}`)); err != nil || r.Allowed || r.Reason != "Bang" {
+		t.Fatalf("call after unload = %+v, %v; want the plugin's denial", r, err)
+	}
+	if m := p.Memory(); !m.CodeLoaded || m.Idle != 1 {
+		t.Fatalf("after the call: %+v, want the code loaded and one idle instance", m)
+	}
+	if st := p.Stats(); st.Unloads != 1 || st.Reloads != 1 || st.Instantiations != 2 {
+		t.Fatalf("stats = %+v, want 1 unload, 1 reload, 2 instantiations", st)
+	}
+	eventually(t, 30*time.Second, "the idle Extism plugin to unload again", idle)
+	p.Close(ctx)
+	if _, err := p.Admit(ctx, admitReq(`{}`)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("call after Close = %v, want ErrClosed", err)
+	}
+}
