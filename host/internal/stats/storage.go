@@ -106,7 +106,7 @@ func (p *Provider) podVolumes(uid types.UID) *volumeCache {
 		}
 		used := fsUsed(u, t)
 		if vfs, err := fsStats(dir, t); err == nil {
-			used.AvailableBytes, used.CapacityBytes, used.InodesFree, used.Inodes = vfs.AvailableBytes, vfs.CapacityBytes, vfs.InodesFree, vfs.Inodes
+			withCapacity(used, vfs)
 		}
 		c.stats = append(c.stats, statsapi.VolumeStats{Name: v.Name, FsStats: *used})
 		c.ephemeral[v.Name] = isEphemeral(v)
@@ -134,8 +134,9 @@ func (p *Provider) forgetVolumes(live map[types.UID]bool) {
 // EphemeralStorage, the kubelet's calcEphemeralStorage: each container's
 // rootfs (and its logs, for a container whose runtime reports a rootfs),
 // the ephemeral volumes, the files of the pod's log directory itself and
-// its etc-hosts file.
-func (p *Provider) podStorage(ps *statsapi.PodStats) {
+// its etc-hosts file. root is the root filesystem's statfs (nil when not
+// read), read once for all the pods of a summary.
+func (p *Provider) podStorage(ps *statsapi.PodStats, root *statsapi.FsStats) {
 	t := metav1.NewTime(p.cfg.Now())
 	logDir := ""
 	if p.cfg.PodLogsDir != "" {
@@ -147,11 +148,7 @@ func (p *Provider) podStorage(ps *statsapi.PodStats) {
 		}
 	}
 	eph := &statsapi.FsStats{Time: t}
-	if p.cfg.RootDir != "" {
-		if root, err := fsStats(p.cfg.RootDir, t); err == nil {
-			eph.AvailableBytes, eph.CapacityBytes, eph.InodesFree, eph.Inodes = root.AvailableBytes, root.CapacityBytes, root.InodesFree, root.Inodes
-		}
-	}
+	withCapacity(eph, root)
 	add := func(s *statsapi.FsStats) {
 		if s == nil {
 			return
@@ -187,6 +184,14 @@ func (p *Provider) podStorage(ps *statsapi.PodStats) {
 		}
 	}
 	ps.EphemeralStorage = eph
+}
+
+// withCapacity copies the capacity and free space of filesystem fs (nil:
+// nothing) into s, whose usage is its own.
+func withCapacity(s, fs *statsapi.FsStats) {
+	if fs != nil {
+		s.AvailableBytes, s.CapacityBytes, s.InodesFree, s.Inodes = fs.AvailableBytes, fs.CapacityBytes, fs.InodesFree, fs.Inodes
+	}
 }
 
 // addUsage is a + b, either possibly nil (nil + nil is nil).

@@ -182,6 +182,10 @@ func (p *Provider) pods(ctx context.Context, rs *runtime.RuntimeStats, want part
 	}
 	var out []statsapi.PodStats
 	live := map[types.UID]bool{}
+	var root *statsapi.FsStats // the root filesystem, for the pods' ephemeral storage
+	if want.storage && p.cfg.RootDir != "" {
+		root, _ = fsStats(p.cfg.RootDir, metav1.NewTime(p.cfg.Now()))
+	}
 	for _, sb := range rs.Sandboxes {
 		if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY || sb.Metadata == nil {
 			continue
@@ -211,7 +215,7 @@ func (p *Provider) pods(ctx context.Context, rs *runtime.RuntimeStats, want part
 		}
 		if want.storage {
 			live[types.UID(sb.Metadata.Uid)] = true
-			p.podStorage(&ps)
+			p.podStorage(&ps, root)
 		}
 		out = append(out, ps)
 	}
