@@ -48,7 +48,9 @@ type Event struct {
 // Runtime is what the PLEG needs of the runtime; *runtime.Manager has it.
 type Runtime interface {
 	GetPods(ctx context.Context) ([]*runtime.Pod, error)
-	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
+	// PodStatus reads the statuses of a pod the relist found, without
+	// listing again.
+	PodStatus(ctx context.Context, pod *runtime.Pod) (*runtime.PodStatus, error)
 }
 
 // Config configures a PLEG.
@@ -84,7 +86,7 @@ type PLEG struct {
 	relistErr atomic.Pointer[relistFailure]
 	// records is the last relist's view of each pod; only Run touches it.
 	records   map[types.UID]*runtime.Pod
-	reinspect map[types.UID]*runtime.Pod
+	reinspect map[types.UID]bool
 }
 
 // New returns a PLEG for cfg, registering its metric.
@@ -118,7 +120,7 @@ func New(cfg Config) (*PLEG, error) {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
 		records:   map[types.UID]*runtime.Pod{},
-		reinspect: map[types.UID]*runtime.Pod{},
+		reinspect: map[types.UID]bool{},
 	}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(p.duration); err != nil {
@@ -219,17 +221,17 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	for uid := range eventsByPod {
 		toRead[uid] = current[uid]
 	}
-	for uid, pod := range p.reinspect {
+	for uid := range p.reinspect {
 		if _, ok := toRead[uid]; !ok {
-			toRead[uid] = pod
+			toRead[uid] = current[uid] // as listed now; nil when gone
 		}
 	}
 	failed := p.updateCache(ctx, toRead, ts)
-	p.reinspect = map[types.UID]*runtime.Pod{}
+	p.reinspect = map[types.UID]bool{}
 	for uid := range toRead {
 		if _, bad := failed[uid]; bad {
 			// Keep the old record so the change is seen again next time.
-			p.reinspect[uid] = current[uid]
+			p.reinspect[uid] = true
 			continue
 		}
 		if pod, ok := current[uid]; ok {
@@ -277,7 +279,7 @@ func (p *PLEG) updateCache(ctx context.Context, pods map[types.UID]*runtime.Pod,
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			s, err := p.cfg.Runtime.GetPodStatus(ctx, uid, pod.Name, pod.Namespace)
+			s, err := p.cfg.Runtime.PodStatus(ctx, pod)
 			if err != nil {
 				p.log.Warn("pod status", "pod", pod.Namespace+"/"+pod.Name, "uid", uid, "error", err)
 				mu.Lock()

@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	apitest "k8s.io/cri-api/pkg/apis/testing"
 	"k8s.io/cri-client/pkg/fake"
@@ -117,8 +118,8 @@ func TestPLEG_RelistRetriesFailedInspection(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default", UID: "u1"},
 		Spec: v1.PodSpec{HostNetwork: true, Containers: []v1.Container{{Name: "c", Image: "img:1"}}}}
 	m.SyncPod(ctx, pod, nil, runtime.NewBackOff())
-	f.RuntimeService.InjectError("ListPodSandbox", nil) // GetPods' call succeeds
-	f.RuntimeService.InjectError("ListPodSandbox", errors.New("boom"))
+	// The relist lists; reading the pod's sandbox then fails.
+	f.RuntimeService.InjectError("PodSandboxStatus", errors.New("boom"))
 	if err := p.Relist(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -247,5 +248,37 @@ func TestPLEG_RelistError(t *testing.T) {
 	}
 	if err := p.RelistError(); err != nil {
 		t.Errorf("RelistError after a good relist = %v", err)
+	}
+}
+
+// TestPLEG_InspectsWithoutListing: a relist lists the runtime once, and
+// reads each changed pod's statuses from that listing, as the kubelet's
+// GenericPLEG does, instead of listing the pod's sandboxes and containers
+// again.
+func TestPLEG_InspectsWithoutListing(t *testing.T) {
+	ctx := context.Background()
+	m, f := newRuntime(t)
+	p, _ := New(Config{Runtime: m})
+	for _, uid := range []types.UID{"u1", "u2", "u3"} {
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: string(uid), Namespace: "default", UID: uid},
+			Spec: v1.PodSpec{HostNetwork: true, Containers: []v1.Container{{Name: "c", Image: "img:1"}}}}
+		m.SyncPod(ctx, pod, nil, runtime.NewBackOff())
+	}
+	before := len(f.RuntimeService.GetCalls())
+	if err := p.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, c := range f.RuntimeService.GetCalls()[before:] {
+		count[c]++
+	}
+	if count["ListPodSandbox"] != 1 || count["ListContainers"] != 1 || count["PodSandboxStatus"] != 3 || count["ContainerStatus"] != 3 {
+		t.Fatalf("CRI calls of one relist over 3 new pods = %v; want 1 listing of each kind and each pod's sandbox and container read once", count)
+	}
+	for _, uid := range []types.UID{"u1", "u2", "u3"} {
+		st, err := p.Cache().Get(uid)
+		if err != nil || len(st.Sandboxes) != 1 || !st.Sandboxes[0].Ready || len(st.Containers) != 1 || st.Containers[0].State != runtime.StateRunning || st.Name != string(uid) {
+			t.Errorf("cached status of %s = %+v, %v", uid, st, err)
+		}
 	}
 }

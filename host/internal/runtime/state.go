@@ -34,6 +34,16 @@ func (m *Manager) GetPods(ctx context.Context) ([]*Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: list sandboxes: %w", err)
 	}
+	byUID := podsOf(sbs, cs)
+	pods := make([]*Pod, 0, len(byUID))
+	for _, p := range byUID {
+		pods = append(pods, p)
+	}
+	return pods, nil
+}
+
+// podsOf groups listed sandboxes and containers by their pod.
+func podsOf(sbs []*runtimeapi.PodSandbox, cs []*runtimeapi.Container) map[types.UID]*Pod {
 	byUID := map[types.UID]*Pod{}
 	get := func(labels map[string]string) *Pod {
 		uid, name, ns := podRef(labels)
@@ -50,17 +60,14 @@ func (m *Manager) GetPods(ctx context.Context) ([]*Pod, error) {
 			st = StateRunning
 		}
 		p := get(s.Labels)
-		p.Objects = append(p.Objects, Object{ID: s.Id, Sandbox: true, State: st, CreatedAt: time.Unix(0, s.CreatedAt)})
+		p.Objects = append(p.Objects, Object{ID: s.Id, Sandbox: true, State: st, CreatedAt: nanos(s.CreatedAt),
+			Attempt: s.GetMetadata().GetAttempt(), RuntimeHandler: s.RuntimeHandler})
 	}
 	for _, c := range cs {
 		p := get(c.Labels)
-		p.Objects = append(p.Objects, Object{ID: c.Id, SandboxID: c.PodSandboxId, Name: c.Labels[LabelContainerName], State: toState(c.State), CreatedAt: time.Unix(0, c.CreatedAt)})
+		p.Objects = append(p.Objects, Object{ID: c.Id, SandboxID: c.PodSandboxId, Name: c.Labels[LabelContainerName], State: toState(c.State), CreatedAt: nanos(c.CreatedAt)})
 	}
-	pods := make([]*Pod, 0, len(byUID))
-	for _, p := range byUID {
-		pods = append(pods, p)
-	}
-	return pods, nil
+	return byUID
 }
 
 // sandboxesByPod lists the sandboxes of each pod that has containers, one
@@ -104,8 +111,9 @@ func nanos(t int64) time.Time {
 	return time.Unix(0, t)
 }
 
-// GetPodStatus reads one pod's sandboxes and containers from the runtime.
-// A pod the runtime does not know has an empty status, not an error.
+// GetPodStatus reads one pod's sandboxes and containers from the runtime:
+// it lists them, then reads their statuses (PodStatus). A pod the runtime
+// does not know has an empty status, not an error.
 func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
 	ts := time.Now()
 	sel := map[string]string{LabelPodUID: string(uid)}
@@ -113,14 +121,48 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	if err != nil {
 		return nil, fmt.Errorf("runtime: list sandboxes of pod %s/%s: %w", namespace, name, err)
 	}
-	sort.Slice(sbs, func(i, j int) bool { return sbs[i].CreatedAt > sbs[j].CreatedAt })
-	ps := &PodStatus{UID: uid, Name: name, Namespace: namespace, Timestamp: ts}
+	cs, err := m.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("runtime: list containers of pod %s/%s: %w", namespace, name, err)
+	}
+	pod := podsOf(sbs, cs)[uid]
+	if pod == nil {
+		pod = &Pod{}
+	}
+	pod.UID, pod.Name, pod.Namespace = uid, name, namespace
+	st, err := m.PodStatus(ctx, pod)
+	if st != nil {
+		st.Timestamp = ts
+	}
+	return st, err
+}
+
+// PodStatus reads the statuses of a listed pod's sandboxes and containers
+// without listing again, as the kubelet reads the pods its relist found:
+// the newest sandbox's and every ready one's status (IPs, network mode),
+// and every container's. A container or sandbox removed since the listing
+// is left out. The status's Timestamp is when the read began; a caller
+// that listed the pod earlier dates it by its listing.
+func (m *Manager) PodStatus(ctx context.Context, pod *Pod) (*PodStatus, error) {
+	ps := &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, Timestamp: time.Now()}
+	var sbs, cs []Object
+	for _, o := range pod.Objects {
+		if o.Sandbox {
+			sbs = append(sbs, o)
+		} else {
+			cs = append(cs, o)
+		}
+	}
+	sort.SliceStable(sbs, func(i, j int) bool { return sbs[i].CreatedAt.After(sbs[j].CreatedAt) })
 	for i, s := range sbs {
-		ss := &SandboxStatus{ID: s.Id, Attempt: s.GetMetadata().GetAttempt(), Ready: s.State == runtimeapi.PodSandboxState_SANDBOX_READY, CreatedAt: nanos(s.CreatedAt), RuntimeHandler: s.RuntimeHandler}
+		ss := &SandboxStatus{ID: s.ID, Attempt: s.Attempt, Ready: s.State == StateRunning, CreatedAt: s.CreatedAt, RuntimeHandler: s.RuntimeHandler}
 		if i == 0 || ss.Ready {
-			resp, err := m.rs.PodSandboxStatus(ctx, s.Id, false)
+			resp, err := m.rs.PodSandboxStatus(ctx, s.ID, false)
+			if status.Code(err) == codes.NotFound {
+				continue // removed since the listing
+			}
 			if err != nil {
-				return nil, fmt.Errorf("runtime: status of sandbox %s of pod %s/%s: %w", s.Id, namespace, name, err)
+				return nil, fmt.Errorf("runtime: status of sandbox %s of pod %s/%s: %w", s.ID, pod.Namespace, pod.Name, err)
 			}
 			st := resp.GetStatus()
 			ss.HostNetwork = st.GetLinux().GetNamespaces().GetOptions().GetNetwork() == runtimeapi.NamespaceMode_NODE
@@ -131,18 +173,14 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 		}
 		ps.Sandboxes = append(ps.Sandboxes, ss)
 	}
-	cs, err := m.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel})
-	if err != nil {
-		return nil, fmt.Errorf("runtime: list containers of pod %s/%s: %w", namespace, name, err)
-	}
 	for _, c := range cs {
-		resp, err := m.rs.ContainerStatus(ctx, c.Id, false)
+		resp, err := m.rs.ContainerStatus(ctx, c.ID, false)
 		if err != nil {
 			// Removed between the list and the status: skip it.
-			m.log.Debug("container status", "pod", namespace+"/"+name, "container", c.Id, "error", err)
+			m.log.Debug("container status", "pod", pod.Namespace+"/"+pod.Name, "container", c.ID, "error", err)
 			continue
 		}
-		ps.Containers = append(ps.Containers, m.containerStatus(resp.GetStatus(), c.PodSandboxId))
+		ps.Containers = append(ps.Containers, m.containerStatus(resp.GetStatus(), c.SandboxID))
 	}
 	sort.SliceStable(ps.Containers, func(i, j int) bool { return ps.Containers[i].CreatedAt.After(ps.Containers[j].CreatedAt) })
 	return ps, nil

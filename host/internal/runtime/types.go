@@ -130,6 +130,10 @@ type Object struct {
 	State ContainerState
 	// CreatedAt is the creation time.
 	CreatedAt time.Time
+	// Attempt and RuntimeHandler are a sandbox's metadata attempt and
+	// runtime handler (zero for a container).
+	Attempt        uint32
+	RuntimeHandler string
 }
 
 // Pod is one pod found in a relist: its sandboxes and containers.
