@@ -17,10 +17,12 @@
 #
 #   PODS=1,10,30,100   pod counts
 #   ROUNDS=2           rounds (each runs every count under each agent)
-#   AGENTS=kubelet,wasmlet  the agents, in run order
+#   AGENTS=kubelet,wasmlet  the agents, in run order (reversed in even rounds)
 #   WASMLET=PATH       the wasmlet binary to time (default bin/wasmlet, built)
 #   PROBES=1           probes on every pod, and the steady window
 #   WINDOW=60s         the steady window (with PROBES=1)
+#   LOGS=DIR           keep each run's agent log, and containerd's, in DIR
+#   WASMLET_ARGS=...   extra wasmlet run arguments (e.g. --log-level debug)
 #
 # The machine's other load shows in the load averages: compare runs at
 # similar load only.
@@ -41,5 +43,8 @@ e2e_runtime_up containerd pause busybox
 log "containerd up at $ep"
 "$out/bin/benchnode" -endpoint "$ep" -base "$base" -wasmlet "${WASMLET:-$repo/bin/wasmlet}" -kubelet "$kubelet" \
 	-pods "${PODS:-1,10,30,100}" -rounds "${ROUNDS:-2}" -agents "${AGENTS:-kubelet,wasmlet}" \
-	${PROBES:+-probes=true -window "${WINDOW:-60s}"} || status=1
+	${PROBES:+-probes=true -window "${WINDOW:-60s}"} ${LOGS:+-logs "$LOGS"} -wasmlet-args "${WASMLET_ARGS:-}" || status=1
+[ -z "${LOGS:-}" ] || cp "$base/ctrd/containerd.log" "$LOGS/containerd.log" || true
 e2e_runtime_down containerd
+rmdir "/sys/fs/cgroup/wasmlet-bench-${base##*/}" "/sys/fs/cgroup/cpuacct/wasmlet-bench-${base##*/}" 2>/dev/null || true
+exit "${status:-0}"

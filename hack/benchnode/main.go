@@ -35,6 +35,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,6 +68,10 @@ type Config struct {
 	// measured.
 	Probes bool
 	Window time.Duration
+	// Logs, when set, receives a copy of each run's agent log.
+	Logs string
+	// WasmletArgs are extra arguments of wasmlet run, space-separated.
+	WasmletArgs string
 }
 
 func main() {
@@ -79,10 +84,12 @@ func main() {
 	flag.StringVar(&cfg.Image, "image", "wasmlet.local/busybox:1.0", "image with a sleep command")
 	flag.StringVar(&pods, "pods", "1,10,30,100", "pod counts")
 	flag.IntVar(&cfg.Rounds, "rounds", 2, "rounds (each runs every count under each agent)")
-	flag.StringVar(&agents, "agents", "kubelet,wasmlet", "agents, in run order")
+	flag.StringVar(&agents, "agents", "kubelet,wasmlet", "agents, in run order (reversed in even rounds)")
 	flag.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "limit for each start and each stop")
 	flag.BoolVar(&cfg.Probes, "probes", false, "give each pod an httpGet readiness and an exec liveness probe and measure a steady-state window")
 	flag.DurationVar(&cfg.Window, "window", time.Minute, "with -probes: the steady-state window after all pods are Ready")
+	flag.StringVar(&cfg.Logs, "logs", "", "directory each run's agent log is copied to (<agent>-<pods>-<round>.log)")
+	flag.StringVar(&cfg.WasmletArgs, "wasmlet-args", "", "extra wasmlet run arguments, space-separated (e.g. --log-level debug)")
 	flag.Parse()
 	for _, s := range strings.Split(pods, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -100,6 +107,11 @@ func main() {
 	if cfg.Endpoint == "" || cfg.Base == "" || (cfg.Kubelet == "" && strings.Contains(agents, "kubelet")) {
 		fatalf("-endpoint, -base and -kubelet are required")
 	}
+	if dir, err := accountRuntime(cfg.Base); err != nil {
+		fmt.Fprintf(os.Stderr, "benchnode: runtime CPU from live processes only (shims that exit are missed): %v\n", err)
+	} else {
+		fmt.Fprintf(os.Stderr, "benchnode: runtime CPU from cgroup %s\n", dir)
+	}
 	ctx := context.Background()
 	c, err := cri.Connect(ctx, cfg.Endpoint)
 	if err != nil {
@@ -109,7 +121,14 @@ func main() {
 	var results []Result
 	for round := 1; round <= cfg.Rounds; round++ {
 		for _, n := range cfg.Pods {
-			for _, agent := range cfg.Agents {
+			// Even rounds run the agents in reverse order, so neither
+			// always runs on what the other left behind (the runtime still
+			// reaping its shims and snapshots, the load average).
+			agents := slices.Clone(cfg.Agents)
+			if round%2 == 0 {
+				slices.Reverse(agents)
+			}
+			for _, agent := range agents {
 				r, err := run(ctx, c, cfg, agent, n, round)
 				if err != nil {
 					fatalf("round %d, %d pods, %s: %v", round, n, agent, err)
@@ -152,6 +171,12 @@ type Result struct {
 	// that was busy, every process counted (1 = every core busy the whole
 	// time): what bounds the start once the runtime saturates the machine.
 	RuntimeCPUStart, BusyStart Figure
+	// While stopping, until every container stopped: the runtime's CPU
+	// seconds and the share of the machine's CPU that was busy.
+	RuntimeCPUStop, BusyStop Figure
+	// StillRunning is the number of pods with a running container, once
+	// a second from the manifests' removal until none has.
+	StillRunning []int
 	// CRI call counts and mean seconds by method while starting, from the
 	// agent's own metrics (none when it has no such metric).
 	CRI []CRICall
@@ -217,6 +242,9 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 		return res, err
 	}
 	defer logf.Close()
+	if cfg.Logs != "" {
+		defer keepLog(logf.Name(), filepath.Join(cfg.Logs, fmt.Sprintf("%s-%d-%d.log", agent, n, round)))
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return res, err
@@ -303,7 +331,9 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 
 	cpu1 := cpuSeconds(pid)
 	cri1 := criCalls(base + "/metrics")
+	rcpu1, busy1 := runtimeCPU(cfg.Base), machineCPU()
 	t1 := time.Now()
+	nextCount := t1
 	for i := range n {
 		if err := os.Remove(filepath.Join(manifests, fmt.Sprintf("bench-%03d.yaml", i))); err != nil {
 			return res, err
@@ -321,9 +351,17 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 			if err != nil {
 				return res, err
 			}
+			if time.Now().After(nextCount) {
+				res.StillRunning = append(res.StillRunning, len(running))
+				nextCount = nextCount.Add(time.Second)
+			}
 			if len(running) == 0 {
 				stopped = true
 				res.Stopped = Figure{now, load()}
+				res.RuntimeCPUStop = Figure{runtimeCPU(cfg.Base) - rcpu1, load()}
+				if busy2 := machineCPU(); busy2.total > busy1.total {
+					res.BusyStop = Figure{(busy2.busy - busy1.busy) / (busy2.total - busy1.total), load()}
+				}
 			}
 		}
 		if !gone {
@@ -410,10 +448,12 @@ spec:
 // directory manifests.
 func agentCmd(cfg Config, agent, dir, manifests string) (*exec.Cmd, error) {
 	if agent == "wasmlet" {
-		return exec.Command(cfg.Wasmlet, "run", "--node-name", "bench-node", "--container-runtime-endpoint", cfg.Endpoint,
+		args := []string{"run", "--node-name", "bench-node", "--container-runtime-endpoint", cfg.Endpoint,
 			"--root-dir", filepath.Join(dir, "root"), "--pod-logs-dir", filepath.Join(dir, "logs"),
 			"--pod-manifest-path", manifests, "--address", "127.0.0.1", "--read-only-port", strconv.Itoa(readOnlyPort),
-			"--port", "0"), nil
+			"--port", "0"}
+		args = append(args, strings.Fields(cfg.WasmletArgs)...)
+		return exec.Command(cfg.Wasmlet, args...), nil
 	}
 	conf := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -658,11 +698,69 @@ func machineCPU() cpuTimes {
 	return t
 }
 
-// runtimeCPU is the CPU seconds of the private containerd and its shims
-// (the processes whose command line names the state directory base),
-// their reaped children included: runc and the processes an exec probe
-// starts.
+// runtimeAcct, once accountRuntime succeeded, is the file of the cgroup
+// holding the private containerd that gives the CPU time of everything it
+// and its descendants ran (shims, runc, exec probes until runc moves them
+// into the pod's cgroup), exited processes included: "usage" (v1 cpuacct,
+// ns) or "cpu.stat" (v2, usage_usec).
+var runtimeAcct string
+
+// accountRuntime moves the private containerd (its PID in base/ctrd/env)
+// into a cgroup of its own before any pod runs, so its shims and their runc
+// children are accounted there too, those that exit while stopping
+// included. It returns the cgroup's directory.
+func accountRuntime(base string) (string, error) {
+	env, err := os.ReadFile(filepath.Join(base, "ctrd", "env"))
+	if err != nil {
+		return "", err
+	}
+	var pid string
+	for _, l := range strings.Split(string(env), "\n") {
+		if v, ok := strings.CutPrefix(l, "PID="); ok {
+			pid = v
+		}
+	}
+	if pid == "" {
+		return "", fmt.Errorf("no PID in %s", filepath.Join(base, "ctrd", "env"))
+	}
+	name := "wasmlet-bench-" + filepath.Base(base)
+	dir, file := filepath.Join("/sys/fs/cgroup", name), "cpu.stat"
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
+		dir, file = filepath.Join("/sys/fs/cgroup/cpuacct", name), "cpuacct.usage"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(pid), 0o644); err != nil {
+		return "", err
+	}
+	runtimeAcct = filepath.Join(dir, file)
+	return dir, nil
+}
+
+// runtimeCPU is the CPU seconds of the private containerd and everything
+// it started (see runtimeAcct). Without that cgroup it falls back to the
+// processes whose command line names the state directory base (containerd
+// and its live shims, with their reaped children: runc), which misses the
+// shims that exited.
 func runtimeCPU(base string) float64 {
+	if runtimeAcct != "" {
+		b, err := os.ReadFile(runtimeAcct)
+		if err != nil {
+			return 0
+		}
+		if strings.HasSuffix(runtimeAcct, "cpuacct.usage") {
+			ns, _ := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+			return ns / 1e9
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "usage_usec "); ok {
+				us, _ := strconv.ParseFloat(v, 64)
+				return us / 1e6
+			}
+		}
+		return 0
+	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -687,6 +785,20 @@ func runtimeCPU(base string) float64 {
 		total += cpuTicks(pid, true)
 	}
 	return total
+}
+
+// keepLog copies an agent's log to dst; a failure is reported, not fatal.
+func keepLog(src, dst string) {
+	b, err := os.ReadFile(src)
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(dst), 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(dst, b, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchnode: keep log: %v\n", err)
+	}
 }
 
 func rssMB(pid int) float64 {

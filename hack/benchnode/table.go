@@ -25,6 +25,8 @@ var metrics = []metric{
 	{"agent CPU to stop", "s", func(r Result) Figure { return r.CPUStop }, false},
 	{"runtime CPU to start", "s", func(r Result) Figure { return r.RuntimeCPUStart }, false},
 	{"machine CPU busy, starting", "share", func(r Result) Figure { return r.BusyStart }, false},
+	{"runtime CPU to stop", "s", func(r Result) Figure { return r.RuntimeCPUStop }, false},
+	{"machine CPU busy, stopping", "share", func(r Result) Figure { return r.BusyStop }, false},
 	{"RSS idle", "MB", func(r Result) Figure { return r.RSSIdle }, false},
 	{"RSS all running", "MB", func(r Result) Figure { return r.RSSRun }, false},
 	{"all Ready (probes)", "s", func(r Result) Figure { return r.Ready }, true},
@@ -95,6 +97,18 @@ func printTable(w io.Writer, cfg Config, results []Result) {
 					fmt.Fprintf(w, " %s %.0f×%.0fms", c.Method, c.Count, 1000*c.Sum/c.Count)
 				}
 				fmt.Fprintln(w)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\npods with a running container, once a second after the delete (round %d)\n", cfg.Rounds)
+	for _, n := range cfg.Pods {
+		for _, agent := range cfg.Agents {
+			if r, ok := find(agent, n, cfg.Rounds); ok && len(r.StillRunning) > 0 {
+				l := make([]string, len(r.StillRunning))
+				for i, v := range r.StillRunning {
+					l[i] = fmt.Sprint(v)
+				}
+				fmt.Fprintf(w, "%s, %d pod(s): %s\n", agent, n, strings.Join(l, " "))
 			}
 		}
 	}
