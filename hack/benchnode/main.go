@@ -171,6 +171,10 @@ type Result struct {
 	// that was busy, every process counted (1 = every core busy the whole
 	// time): what bounds the start once the runtime saturates the machine.
 	RuntimeCPUStart, BusyStart Figure
+	// ContainerdCPUStart is the part of RuntimeCPUStart that the containerd
+	// process itself spent (answering the agent's CRI calls, handling
+	// events); the rest is its shims and runc.
+	ContainerdCPUStart Figure
 	// While stopping, until every container stopped: the runtime's CPU
 	// seconds and the share of the machine's CPU that was busy.
 	RuntimeCPUStop, BusyStop Figure
@@ -276,6 +280,7 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 	res.RSSIdle = Figure{rssMB(pid), load()}
 
 	cpu0, rcpu0, busy0 := cpuSeconds(pid), runtimeCPU(cfg.Base), machineCPU()
+	ccpu0 := cpuSeconds(containerdPID)
 	t0 := time.Now()
 	for i := range n {
 		name := fmt.Sprintf("bench-%03d.yaml", i)
@@ -318,6 +323,7 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 	res.All = Figure{times[len(times)-1], load()}
 	res.CPUStart = Figure{cpuSeconds(pid) - cpu0, load()}
 	res.RuntimeCPUStart = Figure{runtimeCPU(cfg.Base) - rcpu0, load()}
+	res.ContainerdCPUStart = Figure{cpuSeconds(containerdPID) - ccpu0, load()}
 	if busy1 := machineCPU(); busy1.total > busy0.total {
 		res.BusyStart = Figure{(busy1.busy - busy0.busy) / (busy1.total - busy0.total), load()}
 	}
@@ -705,6 +711,9 @@ func machineCPU() cpuTimes {
 // ns) or "cpu.stat" (v2, usage_usec).
 var runtimeAcct string
 
+// containerdPID is the private containerd's process ID (from base/ctrd/env).
+var containerdPID int
+
 // accountRuntime moves the private containerd (its PID in base/ctrd/env)
 // into a cgroup of its own before any pod runs, so its shims and their runc
 // children are accounted there too, those that exit while stopping
@@ -723,6 +732,7 @@ func accountRuntime(base string) (string, error) {
 	if pid == "" {
 		return "", fmt.Errorf("no PID in %s", filepath.Join(base, "ctrd", "env"))
 	}
+	containerdPID, _ = strconv.Atoi(pid)
 	name := "wasmlet-bench-" + filepath.Base(base)
 	dir, file := filepath.Join("/sys/fs/cgroup", name), "cpu.stat"
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {

@@ -24,6 +24,7 @@ var metrics = []metric{
 	{"agent CPU to start", "s", func(r Result) Figure { return r.CPUStart }, false},
 	{"agent CPU to stop", "s", func(r Result) Figure { return r.CPUStop }, false},
 	{"runtime CPU to start", "s", func(r Result) Figure { return r.RuntimeCPUStart }, false},
+	{"  of it containerd itself", "s", func(r Result) Figure { return r.ContainerdCPUStart }, false},
 	{"machine CPU busy, starting", "share", func(r Result) Figure { return r.BusyStart }, false},
 	{"runtime CPU to stop", "s", func(r Result) Figure { return r.RuntimeCPUStop }, false},
 	{"machine CPU busy, stopping", "share", func(r Result) Figure { return r.BusyStop }, false},
