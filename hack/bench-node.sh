@@ -45,6 +45,10 @@ log "containerd up at $ep"
 	-pods "${PODS:-1,10,30,100}" -rounds "${ROUNDS:-2}" -agents "${AGENTS:-kubelet,wasmlet}" \
 	${PROBES:+-probes=true -window "${WINDOW:-60s}"} ${LOGS:+-logs "$LOGS"} -wasmlet-args "${WASMLET_ARGS:-}" || status=1
 [ -z "${LOGS:-}" ] || cp "$base/ctrd/containerd.log" "$LOGS/containerd.log" || true
+if [ -n "${status:-}" ] && grep -q -m1 -E '^(fatal error|panic):' "$base/ctrd/containerd.log"; then
+  log "containerd itself failed; its log says:"
+  grep -m1 -A4 -E '^(fatal error|panic):' "$base/ctrd/containerd.log" >&2
+fi
 e2e_runtime_down containerd
 rmdir "/sys/fs/cgroup/wasmlet-bench-${base##*/}" "/sys/fs/cgroup/cpuacct/wasmlet-bench-${base##*/}" 2>/dev/null || true
 exit "${status:-0}"
