@@ -42,8 +42,15 @@ func Logf(level LogLevel, format string, args ...any) {
 	hostLog(level, fmt.Sprintf(format, args...))
 }
 
-// Config returns the manifest's config value for key.
+// Config returns the manifest's config value for key. While a policy of a
+// Bundle runs, it returns the value of "<policy>.<key>" when the manifest
+// sets that, else the value of key (the bundle-wide default).
 func Config(key string) (value string, ok bool) {
+	if s := running.scope.Load(); s != nil {
+		if v, err := hostConfig(s.prefix + key); err == nil {
+			return v, true
+		}
+	}
 	v, err := hostConfig(key)
 	if err != nil {
 		return "", false

@@ -28,6 +28,22 @@
 // Reads, e.g. sdk.Register(policy{}, sdk.Reads(sdk.Resources)). Host services
 // (Config, Log, KV, HTTP, ThisNode) are plain Go functions.
 //
+// Several admission policies go into one module with RegisterPolicies (a
+// Bundle): they run in order on the one decoded request, the first denial
+// is the verdict and its message names the policy, and while a policy runs
+// Config(key) answers the manifest's "<policy>.<key>" before the plain
+// "<key>":
+//
+//	func init() {
+//		sdk.RegisterPolicies(
+//			sdk.Policy{Name: "no-privileged", Admitter: noPrivileged{}, Reads: sdk.Reads(0)},
+//			sdk.Policy{Name: "require-limits", Admitter: requireLimits{}, Reads: sdk.Reads(sdk.Resources)},
+//		)
+//	}
+//
+// One module costs an admission far less than one plugin per policy: the pod
+// is decoded once and one Go runtime's code runs.
+//
 // The same package builds natively: the host services then talk to an
 // in-process NativeHost, so the plugin's logic unit-tests with `go test`;
 // sdk/sdktest runs a plugin's fixture cases natively, and wasmlet's
@@ -84,10 +100,10 @@ type AdmitRequest struct {
 // Node decodes the node the agent runs as. ok is false when the host sent
 // none (standalone mode before registration). A plugin registered with Reads
 // must name AdmitNode among its parts to be sent the node; without it Node
-// returns an error.
+// returns an error (in a Bundle: the running policy's Reads).
 func (r AdmitRequest) Node() (node Node, ok bool, err error) {
-	if registered.unread&AdmitNode != 0 {
-		return Node{}, false, fmt.Errorf("admit request: node: not sent: the plugin registered with sdk.Reads without sdk.AdmitNode")
+	if why := notSent(AdmitNode); why != "" {
+		return Node{}, false, fmt.Errorf("admit request: node: not sent: %sAdmitNode", why)
 	}
 	if r.node == nil {
 		return Node{}, false, nil
@@ -102,10 +118,11 @@ func (r AdmitRequest) Node() (node Node, ok bool, err error) {
 
 // PodsOnNode decodes the pods already admitted on this node. A plugin
 // registered with Reads must name AdmitPodsOnNode among its parts to be sent
-// them; without it PodsOnNode returns an error.
+// them; without it PodsOnNode returns an error (in a Bundle: the running
+// policy's Reads).
 func (r AdmitRequest) PodsOnNode() ([]Pod, error) {
-	if registered.unread&AdmitPodsOnNode != 0 {
-		return nil, fmt.Errorf("admit request: podsOnNode: not sent: the plugin registered with sdk.Reads without sdk.AdmitPodsOnNode")
+	if why := notSent(AdmitPodsOnNode); why != "" {
+		return nil, fmt.Errorf("admit request: podsOnNode: not sent: %sAdmitPodsOnNode", why)
 	}
 	if r.pods == nil {
 		return nil, nil

@@ -1,73 +1,18 @@
-// Command no-privileged is wasmlet's first-party admission policy against
-// privileged pods: it denies a pod when a container (init, app or ephemeral)
-// is privileged, adds a Linux capability outside an allow-list, or when the
-// pod shares the node's network, PID or IPC namespace. Each check is
-// configurable (manifest config):
-//
-//	denyPrivileged: "true"        # privileged containers
-//	allowedCapabilities: "..."    # comma list of capabilities a container may add;
-//	                              # default the Pod Security Standards' baseline set; "*" allows any
-//	denyHostNamespaces: "true"    # hostNetwork, hostPID, hostIPC
-//	exemptNamespaces: kube-system # pods of these namespaces are not checked
+// Command no-privileged is the first-party admission policy against
+// privileged pods (privileged containers, added capabilities, host
+// namespaces) as a plugin of its own; the policy and its config are
+// package plugins/internal/noprivileged.
 package main
 
 import (
-	"strings"
-
-	"github.com/wasmlet/wasmlet/plugins/internal/policy"
+	"github.com/wasmlet/wasmlet/plugins/internal/noprivileged"
 	"github.com/wasmlet/wasmlet/sdk"
 )
 
-// BaselineCapabilities are the capabilities the Pod Security Standards'
-// baseline profile lets a container add.
-const BaselineCapabilities = "AUDIT_WRITE,CHOWN,DAC_OVERRIDE,FOWNER,FSETID,KILL,MKNOD,NET_BIND_SERVICE,SETFCAP,SETGID,SETPCAP,SETUID,SYS_CHROOT"
-
-type noPrivileged struct{}
-
-// Admit checks the pod.
-func (noPrivileged) Admit(req sdk.AdmitRequest) (sdk.Verdict, error) {
-	pod := &req.Pod
-	if policy.Exempt(pod.Namespace, "kube-system") {
-		return sdk.Allow(), nil
-	}
-	name := pod.Namespace + "/" + pod.Name
-	denyPriv, err := policy.Bool("denyPrivileged", true)
-	if err != nil {
-		return sdk.Verdict{}, err
-	}
-	denyHost, err := policy.Bool("denyHostNamespaces", true)
-	if err != nil {
-		return sdk.Verdict{}, err
-	}
-	if denyHost {
-		for _, ns := range []struct {
-			on   bool
-			name string
-		}{{pod.Spec.HostNetwork, "hostNetwork"}, {pod.Spec.HostPID, "hostPID"}, {pod.Spec.HostIPC, "hostIPC"}} {
-			if ns.on {
-				return sdk.Deny("HostNamespace", "pod "+name+" asks for "+ns.name), nil
-			}
-		}
-	}
-	allowed := policy.ListSet("allowedCapabilities", BaselineCapabilities)
-	for _, c := range pod.Spec.AllContainers() {
-		if denyPriv && c.SecurityContext.IsPrivileged() {
-			return sdk.Deny("Privileged", "container "+c.Name+" of pod "+name+" asks for a privileged security context"), nil
-		}
-		if c.SecurityContext == nil || c.SecurityContext.Capabilities == nil || allowed["*"] {
-			continue
-		}
-		for _, cp := range c.SecurityContext.Capabilities.Add {
-			if !allowed[strings.TrimPrefix(strings.ToUpper(cp), "CAP_")] {
-				return sdk.Deny("CapabilityNotAllowed", "container "+c.Name+" of pod "+name+" adds capability "+cp), nil
-			}
-		}
-	}
-	return sdk.Allow(), nil
+// init registers the policy with what it reads.
+func init() {
+	p := noprivileged.Policy()
+	sdk.Register(p.Admitter, p.Reads)
 }
-
-// init registers the policy; it reads only basic fields (host namespaces,
-// security contexts).
-func init() { sdk.Register(noPrivileged{}, sdk.Reads(0)) }
 
 func main() {}

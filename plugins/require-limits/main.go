@@ -1,48 +1,18 @@
-// Command require-limits is wasmlet's first-party admission policy that
-// denies a pod unless every init and app container sets limits for the
-// listed resources. Config:
-//
-//	resources: "cpu,memory"   # the resources every container must limit
-//	exemptNamespaces: ""
+// Command require-limits is the first-party admission policy that denies a
+// pod unless every init and app container sets limits for the listed
+// resources, as a plugin of its own; the policy and its config are package
+// plugins/internal/requirelimits.
 package main
 
 import (
-	"strings"
-
-	"github.com/wasmlet/wasmlet/plugins/internal/policy"
+	"github.com/wasmlet/wasmlet/plugins/internal/requirelimits"
 	"github.com/wasmlet/wasmlet/sdk"
 )
 
-type requireLimits struct{}
-
-// Admit checks every init and app container's limits (ephemeral containers
-// have no resources in Kubernetes).
-func (requireLimits) Admit(req sdk.AdmitRequest) (sdk.Verdict, error) {
-	pod := &req.Pod
-	if policy.Exempt(pod.Namespace, "") {
-		return sdk.Allow(), nil
-	}
-	resources := policy.List("resources", "cpu,memory")
-	for _, list := range [][]sdk.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-		for i := range list {
-			c := &list[i]
-			var missing []string
-			for _, r := range resources {
-				if q, ok := c.Resources.Limits[r]; !ok || q == "" {
-					missing = append(missing, r)
-				}
-			}
-			if len(missing) > 0 {
-				return sdk.Deny("MissingLimits", "container "+c.Name+" of pod "+pod.Namespace+"/"+pod.Name+
-					" has no "+strings.Join(missing, " and ")+" limit"), nil
-			}
-		}
-	}
-	return sdk.Allow(), nil
+// init registers the policy with what it reads.
+func init() {
+	p := requirelimits.Policy()
+	sdk.Register(p.Admitter, p.Reads)
 }
-
-// init registers the policy; besides basic fields it reads the containers'
-// resources.
-func init() { sdk.Register(requireLimits{}, sdk.Reads(sdk.Resources)) }
 
 func main() {}

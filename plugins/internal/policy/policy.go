@@ -1,6 +1,10 @@
 // Package policy holds what the first-party plugins share: reading their
 // manifest config (lists, booleans, key=value lines; a list is split once
 // per instance), and namespace exemptions. It builds natively and for wasip1.
+//
+// Every helper reads config through sdk.Config, so in a policy bundle
+// (sdk.RegisterPolicies) a key is the running policy's "<policy>.<key>" when
+// the manifest sets it, else the plain "<key>".
 package policy
 
 import (
@@ -27,33 +31,40 @@ type parsed struct {
 	set  Set
 }
 
-// lists caches List's answers by key. A plugin's config is fixed while an
-// instance lives (abi/v1/SPEC.md; the SDK caches config_get's answers), so a
-// policy splits a list or builds a set once per instance instead of at
-// every call, where each allocation costs a Go guest about a microsecond and
-// a map far more. An entry is used only while the raw value is the same, so
-// a changed value (native tests swapping the NativeHost) is parsed afresh.
+// lists caches List's answers by key and, in a policy bundle, by the
+// policy running (sdk.PolicyName): the same key may hold another value for
+// each policy of a bundle. A plugin's config is fixed while an instance
+// lives (abi/v1/SPEC.md; the SDK caches config_get's answers), so a policy
+// splits a list or builds a set once per instance instead of at every call,
+// where each allocation costs a Go guest about a microsecond and a map far
+// more. An entry is used only while the raw value is the same, so a changed
+// value (native tests swapping the NativeHost) is parsed afresh.
 var lists struct {
 	mu sync.Mutex
-	m  map[string]*parsed
+	m  map[listKey]*parsed
 }
+
+// listKey is what lists is keyed by: a struct, not a joined string, so a
+// lookup allocates nothing.
+type listKey struct{ policy, key string }
 
 func parse(key, def string) *parsed {
 	v, ok := sdk.Config(key)
 	if !ok {
 		v = def
 	}
+	k := listKey{sdk.PolicyName(), key}
 	lists.mu.Lock()
 	defer lists.mu.Unlock()
-	if p := lists.m[key]; p != nil && p.raw == v {
+	if p := lists.m[k]; p != nil && p.raw == v {
 		return p
 	}
 	l := SplitList(v)
 	p := &parsed{raw: v, list: l[:len(l):len(l)], set: newSet(l)}
 	if lists.m == nil {
-		lists.m = make(map[string]*parsed)
+		lists.m = make(map[listKey]*parsed)
 	}
-	lists.m[key] = p
+	lists.m[k] = p
 	return p
 }
 

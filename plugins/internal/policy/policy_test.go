@@ -86,3 +86,64 @@ func TestList(t *testing.T) {
 		t.Fatalf("absent: List = %v, want the default", got)
 	}
 }
+
+// TestList_Bundle checks that the helpers read each bundle policy's own
+// keys, falling back to the plain key, and that the list cache keeps one
+// entry per policy: policies of a bundle called in turn neither see each
+// other's lists nor split them again at every call.
+func TestList_Bundle(t *testing.T) {
+	use(t, map[string]string{
+		"a.allowed":          "x, y",
+		"b.allowed":          "z",
+		"exemptNamespaces":   "shared",
+		"a.exemptNamespaces": "own",
+		"b.strict":           "no",
+	})
+	type seen struct {
+		list   []string
+		exempt [2]bool // shared, own
+		strict bool
+	}
+	got := map[string][]seen{}
+	policyOf := func(name string) sdk.Policy {
+		return sdk.Policy{Name: name, Reads: sdk.Reads(0), Admitter: admitFunc(func(sdk.AdmitRequest) (sdk.Verdict, error) {
+			strict, err := Bool("strict", true)
+			if err != nil {
+				return sdk.Verdict{}, err
+			}
+			got[name] = append(got[name], seen{List("allowed", "def"), [2]bool{Exempt("shared", ""), Exempt("own", "")}, strict})
+			return sdk.Allow(), nil
+		})}
+	}
+	b := sdk.NewBundle(policyOf("a"), policyOf("b"), policyOf("c"))
+	for i := 0; i < 2; i++ {
+		if v, err := b.Admit(sdk.AdmitRequest{}); !v.Allowed || err != nil {
+			t.Fatalf("round %d: %+v %v", i, v, err)
+		}
+	}
+	for name, want := range map[string]seen{
+		"a": {[]string{"x", "y"}, [2]bool{false, true}, true},
+		"b": {[]string{"z"}, [2]bool{true, false}, false},
+		"c": {[]string{"def"}, [2]bool{true, false}, true},
+	} {
+		rounds := got[name]
+		if len(rounds) != 2 {
+			t.Fatalf("%s ran %d times", name, len(rounds))
+		}
+		for _, r := range rounds {
+			if fmt.Sprint(r.list) != fmt.Sprint(want.list) || r.exempt != want.exempt || r.strict != want.strict {
+				t.Errorf("%s saw %+v, want %+v", name, r, want)
+			}
+		}
+		if &rounds[0].list[0] != &rounds[1].list[0] {
+			t.Errorf("%s: its list was split again in the second round", name)
+		}
+	}
+	if got := List("allowed", "def"); fmt.Sprint(got) != "[def]" {
+		t.Errorf("outside the bundle List = %v, want the default", got)
+	}
+}
+
+type admitFunc func(sdk.AdmitRequest) (sdk.Verdict, error)
+
+func (f admitFunc) Admit(r sdk.AdmitRequest) (sdk.Verdict, error) { return f(r) }
