@@ -4,7 +4,8 @@
 // policies (no-privileged, image-allowlist, require-limits, sysctl-allowlist)
 // on testdata/pod4k.json, as the agent runs it — plugin.Manager loading the
 // compiled .wasm files, host/extension's admitter in an admission.Chain —
-// against the same four checks written natively in Go. It reports p50 and
+// as four modules and as one (plugins/policy-bundle), against the same four
+// checks written natively in Go. It reports p50 and
 // p99 per pod besides ns/op and the process CPU time per pod.
 //
 //	go test -run '^$' -bench Chain -benchtime 2000x ./host/internal/extension/chainbench/
@@ -120,13 +121,39 @@ func wasmChain(tb testing.TB, deadline plugin.DeadlineMode, parallel bool) (*adm
 	return chain, m
 }
 
+// bundleChain loads plugins/policy-bundle, the four policies in one module,
+// with their configs under prefixed keys, and returns its admission chain.
+func bundleChain(tb testing.TB) *admission.Chain {
+	config := map[string]string{}
+	for _, p := range policies {
+		for k, v := range p.config {
+			config[p.name+"."+k] = v
+		}
+	}
+	m := loadPolicies(tb, []policy{{name: "policy-bundle", dir: "policy-bundle", order: 10, config: config}}, plugin.DeadlineAuto)
+	ext, err := extension.New(extension.Config{Manager: m})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	chain, err := admission.New(admission.Config{Admitters: []admission.Admitter{ext.Admitter()}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return chain
+}
+
 // TestChain checks the benchmark's premise: the 4 KB pod passes all four
-// policies, wasm and native, and a privileged variant is denied by both.
+// policies, wasm (four modules, and the bundle) and native, and a
+// privileged variant is denied by each, the bundle naming no-privileged.
 func TestChain(t *testing.T) {
 	pod, raw := pod4k(t)
 	chain, _ := wasmChain(t, plugin.DeadlineAuto, false)
 	if r := chain.Admit(context.Background(), admission.Attributes{Pod: pod}); !r.Admit {
 		t.Fatalf("wasm chain rejects the 4 KB pod: %+v", r)
+	}
+	bundle := bundleChain(t)
+	if r := bundle.Admit(context.Background(), admission.Attributes{Pod: pod}); !r.Admit {
+		t.Fatalf("the bundle rejects the 4 KB pod: %+v", r)
 	}
 	if err := nativeChain(raw); err != nil {
 		t.Fatalf("native chain rejects the 4 KB pod: %v", err)
@@ -136,6 +163,10 @@ func TestChain(t *testing.T) {
 	priv.Spec.Containers[1].SecurityContext.Privileged = &yes
 	if r := chain.Admit(context.Background(), admission.Attributes{Pod: priv}); r.Admit || r.Admitter != "no-privileged" {
 		t.Fatalf("wasm chain on a privileged pod: %+v", r)
+	}
+	if r := bundle.Admit(context.Background(), admission.Attributes{Pod: priv}); r.Admit || r.Admitter != "policy-bundle" ||
+		r.Reason != "Privileged" || !strings.Contains(r.Message, "no-privileged: container ") {
+		t.Fatalf("the bundle on a privileged pod: %+v", r)
 	}
 	b, _ := json.Marshal(priv)
 	if err := nativeChain(b); err == nil || !strings.Contains(err.Error(), "privileged") {
@@ -184,7 +215,9 @@ func run(b *testing.B, f func()) {
 // "wasm" is the agent's path (the pod encoded once, the four plugins called
 // in order) with the default deadline mechanism (metering);
 // "wasm-parallel" calls them all at once and takes the verdicts in order;
-// "wasm-no-deadline" runs without deadline enforcement.
+// "wasm-no-deadline" runs without deadline enforcement; "wasm-bundle" is
+// plugins/policy-bundle, the four policies in one module (one call, the pod
+// decoded once). The -N-pods-on-node variants send N pods on the node too.
 func BenchmarkChain(b *testing.B) {
 	pod, raw := pod4k(b)
 	b.Run("native", func(b *testing.B) {
@@ -209,6 +242,15 @@ func BenchmarkChain(b *testing.B) {
 			}
 		})
 	})
+	bench := func(name string, chain *admission.Chain, attrs admission.Attributes) {
+		b.Run(name, func(b *testing.B) {
+			run(b, func() {
+				if r := chain.Admit(context.Background(), attrs); !r.Admit {
+					b.Fatal(r)
+				}
+			})
+		})
+	}
 	for _, v := range []struct {
 		name     string
 		deadline plugin.DeadlineMode
@@ -219,30 +261,21 @@ func BenchmarkChain(b *testing.B) {
 		{"wasm-no-deadline", plugin.DeadlineNone, false},
 	} {
 		chain, _ := wasmChain(b, v.deadline, v.parallel)
-		attrs := admission.Attributes{Pod: pod}
-		b.Run(v.name, func(b *testing.B) {
-			run(b, func() {
-				if r := chain.Admit(context.Background(), attrs); !r.Admit {
-					b.Fatal(r)
-				}
-			})
-		})
+		bench(v.name, chain, admission.Attributes{Pod: pod})
 	}
 	// The agent sends the pods already on the node too (30, and 110: the
 	// kubelet's default max-pods): a guest that does not declare what it
 	// reads (wasmlet_reads, sdk.Reads) is sent them and steps over them.
+	// The bundle of the four runs beside the four modules on each.
 	chain, _ := wasmChain(b, plugin.DeadlineAuto, false)
+	bundle := bundleChain(b)
+	bench("wasm-bundle", bundle, admission.Attributes{Pod: pod})
 	for _, n := range []int{30, 110} {
 		attrs := admission.Attributes{Pod: pod}
 		for i := 0; i < n; i++ {
 			attrs.Pods = append(attrs.Pods, pod)
 		}
-		b.Run(fmt.Sprintf("wasm-%d-pods-on-node", n), func(b *testing.B) {
-			run(b, func() {
-				if r := chain.Admit(context.Background(), attrs); !r.Admit {
-					b.Fatal(r)
-				}
-			})
-		})
+		bench(fmt.Sprintf("wasm-%d-pods-on-node", n), chain, attrs)
+		bench(fmt.Sprintf("wasm-bundle-%d-pods-on-node", n), bundle, attrs)
 	}
 }
