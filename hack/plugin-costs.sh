@@ -50,7 +50,7 @@ trap cleanup EXIT
 
 base_dir=${BASE_DIR:-}
 if [ -z "$base_dir" ]; then
-  base_dir=$work/base
+  base_dir=$work/base-tree # memory() works in $work/<label>, $work/base for the baseline
   git worktree add --detach "$base_dir" "${BASE:-main}" >/dev/null
   made_worktree=$base_dir
   (cd "$base_dir" && nice make build plugins >/dev/null)
