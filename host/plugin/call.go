@@ -25,9 +25,8 @@ type Plugin struct {
 	ownEngine bool
 
 	rt          wazero.Runtime
-	codeMu      sync.Mutex            // guards compiled: reap unloads it, code reloads it
-	compiled    wazero.CompiledModule // nil while unloaded by reap (abi: v1)
-	codeLoaded  atomic.Bool           // compiled != nil, for MemoryStats
+	compiled    codeSlot[wazero.CompiledModule] // abi: v1
+	codeLoaded  atomic.Bool                     // the compiled code is loaded (either ABI), for Memory
 	deadline    DeadlineMode
 	timeout     time.Duration
 	memoryPages uint32
@@ -56,9 +55,9 @@ func (p *Plugin) init() error {
 	p.log = p.e.cfg.Logger.Named("plugin." + m.Name)
 	p.logBudget = logBudget{max: p.e.cfg.GuestLogMax}
 	p.stats = newStats()
-	if p.compiled != nil {
+	if compiled, ok := p.compiled.peek(); ok {
 		p.pool = newPool(p, p.newInstance)
-		for n, md := range p.compiled.ExportedMemories() {
+		for n, md := range compiled.ExportedMemories() {
 			if md.Min() > p.memoryPages {
 				return pluginError(m.Name, ErrMemoryLimit, "memory %q needs %d pages at start, cap is %d", n, md.Min(), p.memoryPages)
 			}
@@ -144,13 +143,7 @@ func (p *Plugin) Close(ctx context.Context) error {
 		if p.ext != nil {
 			p.ext.close(ctx)
 		}
-		p.codeMu.Lock()
-		if p.compiled != nil {
-			p.compiled.Close(ctx)
-			p.compiled = nil
-			p.codeLoaded.Store(false)
-		}
-		p.codeMu.Unlock()
+		p.compiled.close(ctx)
 		if p.ownEngine {
 			p.e.close(ctx)
 		}

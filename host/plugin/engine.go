@@ -151,6 +151,7 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 		return e.loadExtism(ctx, src, overrides)
 	}
 	p := &Plugin{e: e, src: src, manifest: src.manifest}
+	p.compiled = codeSlot[wazero.CompiledModule]{p: p, compile: p.recompile}
 	p.manifest.Config = mergeConfig(src.manifest.Config, overrides)
 	wasm, mode, err := e.prepare(src)
 	if err != nil {
@@ -166,9 +167,8 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 	if err != nil {
 		return nil, pluginError(name, ErrCompile, "%s: %v", src.wasmPath, err)
 	}
-	p.compiled = compiled
-	p.codeLoaded.Store(true)
-	if err := p.checkV1(); err != nil {
+	p.compiled.set(compiled)
+	if err := p.checkV1(compiled); err != nil {
 		compiled.Close(ctx)
 		return nil, err
 	}
@@ -218,9 +218,9 @@ func (e *engine) prepare(src *source) ([]byte, DeadlineMode, error) {
 
 // checkV1 verifies the version marker, the exports' signatures, and derives
 // the kinds of a bare module.
-func (p *Plugin) checkV1() error {
+func (p *Plugin) checkV1(compiled wazero.CompiledModule) error {
 	name, file := p.manifest.Name, p.src.wasmPath
-	exports := p.compiled.ExportedFunctions()
+	exports := compiled.ExportedFunctions()
 	var other []string
 	for n := range exports {
 		if strings.HasPrefix(n, abi.ExportVersionPrefix) && n != abi.ExportVersionV1 {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,12 +30,10 @@ const extismImportModule = "extism:host/env"
 type extismPlugin struct {
 	p    *Plugin
 	pool *pool[*extismInstance]
-	// compile builds the compiled plugin (again after reap: the
-	// compilation cache makes it a lookup).
-	compile func(context.Context) (*extism.CompiledPlugin, error)
-
-	codeMu   sync.Mutex             // guards compiled: reap unloads it, code reloads it
-	compiled *extism.CompiledPlugin // nil while unloaded by reap
+	// compiled is compiled again from the module's bytes after reap
+	// unloaded it: Extism holds them in its manifest, so a file changed on
+	// disk since is not picked up here (that is the Manager's reload).
+	compiled codeSlot[*extism.CompiledPlugin]
 }
 
 type extismInstance struct {
@@ -124,8 +121,8 @@ func (e *engine) loadExtism(ctx context.Context, src *source, overrides map[stri
 	if err != nil {
 		return nil, err
 	}
-	x := &extismPlugin{p: p, compiled: cp, compile: compile}
-	p.codeLoaded.Store(true)
+	x := &extismPlugin{p: p, compiled: codeSlot[*extism.CompiledPlugin]{p: p, compile: compile}}
+	x.compiled.set(cp)
 	p.reads = abi.ReadsAll
 	x.pool = newPool(p, x.newInstance)
 	p.ext = x
@@ -173,7 +170,7 @@ func (x *extismPlugin) newInstance(ctx context.Context) (inst *extismInstance, e
 			err = pluginError(x.p.manifest.Name, ErrMemoryLimit, "instantiate: %v", r)
 		}
 	}()
-	compiled, err := x.code(ctx)
+	compiled, err := x.compiled.get(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -243,52 +240,7 @@ func (x *extismPlugin) invoke(ctx context.Context, inst *extismInstance, k abi.K
 	return nil, pluginError(name, ErrPluginFailed, "%s returned code %d", export, rc)
 }
 
-// code returns the compiled plugin, compiling it again when reap unloaded
-// it. The module's bytes are those loaded (Extism holds them in its
-// manifest), so a file changed on disk since is not picked up here: that is
-// the Manager's reload.
-func (x *extismPlugin) code(ctx context.Context) (*extism.CompiledPlugin, error) {
-	x.codeMu.Lock()
-	defer x.codeMu.Unlock()
-	if x.compiled != nil {
-		return x.compiled, nil
-	}
-	if x.p.closed.Load() {
-		return nil, pluginError(x.p.manifest.Name, ErrClosed, "reload")
-	}
-	cp, err := x.compile(ctx)
-	if err != nil {
-		return nil, err
-	}
-	x.compiled = cp
-	x.p.codeLoaded.Store(true)
-	x.p.stats.reloaded()
-	return cp, nil
-}
-
-// reap gives back an idle Extism plugin's instances and compiled plugin,
-// as Plugin.reap does for a v1 module; it reports whether the code was
-// unloaded.
-func (x *extismPlugin) reap() bool {
-	x.codeMu.Lock()
-	defer x.codeMu.Unlock()
-	if !x.pool.drain() || x.compiled == nil {
-		return false
-	}
-	x.compiled.Close(context.Background())
-	x.compiled = nil
-	x.p.codeLoaded.Store(false)
-	x.p.stats.unloaded()
-	return true
-}
-
 func (x *extismPlugin) close(ctx context.Context) {
 	x.pool.close()
-	x.codeMu.Lock()
-	defer x.codeMu.Unlock()
-	if x.compiled != nil {
-		x.compiled.Close(ctx)
-		x.compiled = nil
-		x.p.codeLoaded.Store(false)
-	}
+	x.compiled.close(ctx)
 }

@@ -9,46 +9,28 @@ import (
 	"github.com/tetratelabs/wazero"
 )
 
-// reap gives back an idle plugin's memory: once no call has started for
-// Config.IdleTimeout (when positive), its idle instances are closed and, when no call holds an instance,
-// its compiled code too. The next call reloads the code (code) and
-// instantiates afresh. It reports whether the code was unloaded.
+// reap gives back an idle plugin's memory, either ABI: once no call has
+// started for Config.IdleTimeout (when positive), its idle instances are
+// closed and, when no call holds an instance, its compiled code too. The
+// next call compiles the code again (codeSlot.get) and instantiates afresh.
+// It reports whether the code was unloaded.
 func (p *Plugin) reap() bool {
 	idle := p.e.cfg.IdleTimeout
 	if idle <= 0 || p.closed.Load() || mono()-p.stats.lastCall() < idle {
 		return false
 	}
 	if p.ext != nil {
-		return p.ext.reap()
+		return p.ext.compiled.unload(p.ext.pool.drain)
 	}
-	p.codeMu.Lock()
-	defer p.codeMu.Unlock()
-	if !p.pool.drain() || p.compiled == nil {
-		return false
-	}
-	// No call holds an instance, and one that starts now waits in code for
-	// codeMu: the compiled module has no instance left.
-	p.compiled.Close(context.Background())
-	p.compiled = nil
-	p.codeLoaded.Store(false)
-	p.stats.unloaded()
-	return true
+	return p.compiled.unload(p.pool.drain)
 }
 
-// code returns the plugin's compiled module, reloading it when reap
-// unloaded it: the module file is read again and must still have the sha256
-// it was loaded with (a changed file is the Manager's business: it loads the
-// new version as a plugin of its own), then metered and compiled, which the
-// compilation cache makes a lookup.
-func (p *Plugin) code(ctx context.Context) (wazero.CompiledModule, error) {
-	p.codeMu.Lock()
-	defer p.codeMu.Unlock()
-	if p.compiled != nil {
-		return p.compiled, nil
-	}
-	if p.closed.Load() {
-		return nil, pluginError(p.manifest.Name, ErrClosed, "reload")
-	}
+// recompile compiles a v1 module again after reap unloaded it: the module
+// file is read again and must still have the sha256 it was loaded with (a
+// changed file is the Manager's business: it loads the new version as a
+// plugin of its own), then metered and compiled, which the compilation
+// cache makes a lookup.
+func (p *Plugin) recompile(ctx context.Context) (wazero.CompiledModule, error) {
 	name, path := p.manifest.Name, p.src.wasmPath
 	wasm, err := os.ReadFile(path)
 	if err != nil {
@@ -67,9 +49,6 @@ func (p *Plugin) code(ctx context.Context) (wazero.CompiledModule, error) {
 	if err != nil {
 		return nil, pluginError(name, ErrCompile, "reload %s: %v", path, err)
 	}
-	p.compiled = compiled
-	p.codeLoaded.Store(true)
-	p.stats.reloaded()
 	return compiled, nil
 }
 
@@ -80,7 +59,7 @@ func (p *Plugin) definitions() wazero.CompiledModule {
 	if p.pool == nil {
 		return nil
 	}
-	c, err := p.code(context.Background())
+	c, err := p.compiled.get(context.Background())
 	if err != nil {
 		return nil
 	}

@@ -82,7 +82,7 @@ func (p *Plugin) newInstance(ctx context.Context) (inst *instance, err error) {
 			err = pluginError(p.manifest.Name, ErrMemoryLimit, "instantiate: %v", r)
 		}
 	}()
-	compiled, err := p.code(ctx)
+	compiled, err := p.compiled.get(ctx)
 	if err != nil {
 		return nil, err
 	}
