@@ -65,8 +65,7 @@ type bundled struct {
 // policyScope is what the SDK knows of the bundle policy now running.
 type policyScope struct {
 	name   string
-	prefix string // name + "."
-	unread Parts  // the parts the policy does not read
+	unread Parts // the parts the policy does not read
 }
 
 // running is the bundle policy now running, nil outside a bundle's Admit;
@@ -109,7 +108,7 @@ func NewBundle(policies ...Policy) *Bundle {
 		if p.Reads.reads {
 			unread = AllParts &^ p.Reads.parts
 		}
-		b.policies = append(b.policies, bundled{Policy: p, scope: policyScope{name: p.Name, prefix: p.Name + ".", unread: unread}})
+		b.policies = append(b.policies, bundled{Policy: p, scope: policyScope{name: p.Name, unread: unread}})
 	}
 	return b
 }

@@ -47,7 +47,7 @@ func Logf(level LogLevel, format string, args ...any) {
 // sets that, else the value of key (the bundle-wide default).
 func Config(key string) (value string, ok bool) {
 	if s := running.scope.Load(); s != nil {
-		if v, err := hostConfig(s.prefix + key); err == nil {
+		if v, err := hostConfig(s.name + "." + key); err == nil {
 			return v, true
 		}
 	}
