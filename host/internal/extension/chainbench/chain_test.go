@@ -66,12 +66,15 @@ type policy struct {
 	config    map[string]string
 }
 
+// pluginsDir holds the first-party plugins' sources.
+const pluginsDir = "../../../../plugins"
+
 // loadPolicies writes the policies' compiled modules and manifests into a
 // plugin directory and loads it with a Manager, as the agent does.
 func loadPolicies(tb testing.TB, list []policy, deadline plugin.DeadlineMode) *plugin.Manager {
 	dir := tb.TempDir()
 	for _, p := range list {
-		wasm, err := plugintest.BuildGo(filepath.Join("../../../../plugins", p.dir))
+		wasm, err := plugintest.BuildGo(filepath.Join(pluginsDir, p.dir))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -271,7 +274,7 @@ func BenchmarkChain(b *testing.B) {
 	// runs this file in) times the four modules only.
 	chain, _ := wasmChain(b, plugin.DeadlineAuto, false)
 	var bundle *admission.Chain
-	if _, err := os.Stat("../../../../plugins/policy-bundle"); err == nil {
+	if _, err := os.Stat(filepath.Join(pluginsDir, "policy-bundle")); err == nil {
 		bundle = bundleChain(b)
 		bench("wasm-bundle", bundle, admission.Attributes{Pod: pod})
 	} else {
