@@ -49,8 +49,8 @@ type Event struct {
 type Runtime interface {
 	GetPods(ctx context.Context) ([]*runtime.Pod, error)
 	// PodStatus reads the statuses of a pod the relist found, without
-	// listing again.
-	PodStatus(ctx context.Context, pod *runtime.Pod) (*runtime.PodStatus, error)
+	// listing again, dated by the relist.
+	PodStatus(ctx context.Context, pod *runtime.Pod, listedAt time.Time) (*runtime.PodStatus, error)
 }
 
 // Config configures a PLEG.
@@ -279,7 +279,7 @@ func (p *PLEG) updateCache(ctx context.Context, pods map[types.UID]*runtime.Pod,
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			s, err := p.cfg.Runtime.PodStatus(ctx, pod)
+			s, err := p.cfg.Runtime.PodStatus(ctx, pod, ts)
 			if err != nil {
 				p.log.Warn("pod status", "pod", pod.Namespace+"/"+pod.Name, "uid", uid, "error", err)
 				mu.Lock()
@@ -287,7 +287,6 @@ func (p *PLEG) updateCache(ctx context.Context, pods map[types.UID]*runtime.Pod,
 				mu.Unlock()
 				return
 			}
-			s.Timestamp = ts
 			p.cache.Set(uid, s, nil, ts)
 		}()
 	}

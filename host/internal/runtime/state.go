@@ -130,21 +130,17 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 		pod = &Pod{}
 	}
 	pod.UID, pod.Name, pod.Namespace = uid, name, namespace
-	st, err := m.PodStatus(ctx, pod)
-	if st != nil {
-		st.Timestamp = ts
-	}
-	return st, err
+	return m.PodStatus(ctx, pod, ts)
 }
 
 // PodStatus reads the statuses of a listed pod's sandboxes and containers
 // without listing again, as the kubelet reads the pods its relist found:
 // the newest sandbox's and every ready one's status (IPs, network mode),
 // and every container's. A container or sandbox removed since the listing
-// is left out. The status's Timestamp is when the read began; a caller
-// that listed the pod earlier dates it by its listing.
-func (m *Manager) PodStatus(ctx context.Context, pod *Pod) (*PodStatus, error) {
-	ps := &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, Timestamp: time.Now()}
+// is left out. The status is dated listedAt, when the listing began: it
+// shows nothing newer than the listing.
+func (m *Manager) PodStatus(ctx context.Context, pod *Pod, listedAt time.Time) (*PodStatus, error) {
+	ps := &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, Timestamp: listedAt}
 	var sbs, cs []Object
 	for _, o := range pod.Objects {
 		if o.Sandbox {
