@@ -324,9 +324,7 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 	res.CPUStart = Figure{cpuSeconds(pid) - cpu0, load()}
 	res.RuntimeCPUStart = Figure{runtimeCPU(cfg.Base) - rcpu0, load()}
 	res.ContainerdCPUStart = Figure{cpuSeconds(containerdPID) - ccpu0, load()}
-	if busy1 := machineCPU(); busy1.total > busy0.total {
-		res.BusyStart = Figure{(busy1.busy - busy0.busy) / (busy1.total - busy0.total), load()}
-	}
+	res.BusyStart = Figure{busy0.busyShare(), load()}
 	res.RSSRun = Figure{rssMB(pid), load()}
 	res.CRI = criCalls(base + "/metrics")
 	if cfg.Probes {
@@ -365,9 +363,7 @@ func run(ctx context.Context, c *cri.Client, cfg Config, agent string, n, round 
 				stopped = true
 				res.Stopped = Figure{now, load()}
 				res.RuntimeCPUStop = Figure{runtimeCPU(cfg.Base) - rcpu1, load()}
-				if busy2 := machineCPU(); busy2.total > busy1.total {
-					res.BusyStop = Figure{(busy2.busy - busy1.busy) / (busy2.total - busy1.total), load()}
-				}
+				res.BusyStop = Figure{busy1.busyShare(), load()}
 			}
 		}
 		if !gone {
@@ -681,6 +677,16 @@ func cpuTicks(pid int, children bool) float64 {
 // cpuTimes are the machine's CPU ticks since boot, all cores: busy (not
 // idle, not waiting for I/O) and total.
 type cpuTimes struct{ busy, total float64 }
+
+// busyShare is the share of the machine's CPU time busy from t until now
+// (0 when no tick passed).
+func (t cpuTimes) busyShare() float64 {
+	now := machineCPU()
+	if now.total <= t.total {
+		return 0
+	}
+	return (now.busy - t.busy) / (now.total - t.total)
+}
 
 // machineCPU reads the machine's CPU ticks from /proc/stat's cpu line.
 func machineCPU() cpuTimes {
