@@ -125,15 +125,6 @@ func RegisterPolicies(policies ...Policy) {
 // policies' parts: every part when one of them reads every part.
 func (b *Bundle) Reads() Option { return b.reads }
 
-// Names lists the bundle's policies in the order they run.
-func (b *Bundle) Names() []string {
-	names := make([]string, len(b.policies))
-	for i := range b.policies {
-		names[i] = b.policies[i].Name
-	}
-	return names
-}
-
 // Admit runs the policies in order on req: the first denial or error,
 // naming its policy, or Allow.
 func (b *Bundle) Admit(req AdmitRequest) (Verdict, error) {
