@@ -29,7 +29,8 @@
 # 30 and 110 pods on it (p50/p99; host/internal/extension/chainbench, whose
 # benchmark file from this tree is copied into the baseline so both run the
 # same code), the Go-SDK deny-privileged call (plugintest/shipped) and the
-# host's empty call (host/plugin).
+# host's empty call (host/internal/pluginhost; host/plugin in a baseline from
+# before the plugin host moved there).
 #
 # Take the heavy-job lock around it on a shared machine. Output: one line per
 # figure, "FIGURE <tree> <name> <value>", then the benchmark lines.
@@ -199,9 +200,20 @@ memory() {
   figure "$label" MB-per-extra-c-plugin "$(echo "scale=1; ($r - $plain) / 4" | bc)"
 }
 
+# hostpkg TREE: the plugin host's package in TREE.
+hostpkg() {
+  if [ -d "$1/host/internal/pluginhost" ]; then echo ./host/internal/pluginhost/; else echo ./host/plugin/; fi
+}
+
 bench() {
-  # The same chain benchmark in both trees.
-  cp host/internal/extension/chainbench/chain_test.go "$base_dir/host/internal/extension/chainbench/chain_test.go"
+  # The same chain benchmark in both trees; in a baseline from before the
+  # plugin host moved to host/internal/pluginhost, under its old name.
+  local chain=host/internal/extension/chainbench/chain_test.go
+  if [ "$(hostpkg "$base_dir")" = ./host/plugin/ ]; then
+    sed -e 's#wasmlet/host/internal/pluginhost"#wasmlet/host/plugin"#' -e 's/\bpluginhost\./plugin./g' "$chain" >"$base_dir/$chain"
+  else
+    cp "$chain" "$base_dir/$chain"
+  fi
   local i tree
   for i in $(seq 1 "$count"); do
     for tree in base new; do
@@ -210,7 +222,7 @@ bench() {
       echo "== $tree, round $i"
       (cd "$dir" && nice go test -run '^$' -bench 'Chain/(wasm|wasm-30-pods-on-node|wasm-110-pods-on-node)$' -benchtime 2000x ./host/internal/extension/chainbench/ | grep '^Benchmark')
       (cd "$dir" && nice go test -run '^$' -bench 'Admit/wasm-go-sdk$/' -benchtime 2000x ./plugintest/shipped/ | grep '^Benchmark')
-      (cd "$dir" && nice go test -run '^$' -bench 'Plugin_Call/empty/(none|meter)$' -benchtime 200000x ./host/plugin/ | grep '^Benchmark')
+      (cd "$dir" && nice go test -run '^$' -bench 'Plugin_Call/empty/(none|meter)$' -benchtime 200000x "$(hostpkg "$dir")" | grep '^Benchmark')
     done
   done
   git -C "$base_dir" checkout -- host/internal/extension/chainbench/chain_test.go

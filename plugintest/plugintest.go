@@ -46,8 +46,8 @@ func Load(tb testing.TB, path string, config map[string]string) *Plugin {
 	return LoadWith(tb, plugin.LoadConfig{Path: path, PluginConfig: config})
 }
 
-// LoadWith loads a plugin with a full host configuration (KV store, HTTP
-// client, node info, timeouts). An empty Config.CacheDir gets CacheDir().
+// LoadWith loads a plugin with a host configuration of its own (logger, node
+// info, deadlines, pool size). An empty Config.CacheDir gets CacheDir().
 func LoadWith(tb testing.TB, lc plugin.LoadConfig) *Plugin {
 	tb.Helper()
 	p, err := TryLoad(lc)
@@ -68,7 +68,7 @@ func TryLoad(lc plugin.LoadConfig) (*plugin.Plugin, error) {
 }
 
 // Host returns the host-side plugin, for calls and figures plugintest does
-// not wrap (Call, Stats, Exports).
+// not wrap (Call, Exports, Imports).
 func (p *Plugin) Host() *plugin.Plugin { return p.p }
 
 // Admit asks the plugin about a pod (v1.Pod JSON) and fails the test if the

@@ -150,7 +150,7 @@ func indent(s string) string {
 // other exported kinds apart; an import under two indexes is listed once.
 func TestRunPlugin_Inspect_declaredKindsAndImports(t *testing.T) {
 	dir := t.TempDir()
-	b, err := os.ReadFile("../../host/plugin/testdata/wat/ok.wasm") // exports all three kinds
+	b, err := os.ReadFile("../../host/internal/pluginhost/testdata/wat/ok.wasm") // exports all three kinds
 	if err != nil {
 		t.Fatal(err)
 	}

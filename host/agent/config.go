@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/wasmlet/wasmlet/host/internal/logrotate"
-	"github.com/wasmlet/wasmlet/host/plugin"
+	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,8 +51,8 @@ type Config struct {
 	PluginDir string
 	// PluginIdleTimeout: a plugin not called for this long gives back its
 	// instances and compiled code, reloaded from the compilation cache on
-	// its next call (plugin.Config.IdleTimeout); zero keeps every plugin
-	// loaded. Defaults sets plugin.DefaultIdleTimeout.
+	// its next call (pluginhost.Config.IdleTimeout); zero keeps every plugin
+	// loaded. Defaults sets pluginhost.DefaultIdleTimeout.
 	PluginIdleTimeout time.Duration
 	// RuntimeEndpoint is the CRI endpoint (e.g. unix:///run/containerd/containerd.sock);
 	// empty starts the embedded WASI runtime in-process.
@@ -190,7 +190,7 @@ func Defaults() Config {
 		Port:                  10250,
 		ContainerLogMaxSize:   logrotate.DefaultMaxSize,
 		ContainerLogMaxFiles:  logrotate.DefaultMaxFiles,
-		PluginIdleTimeout:     plugin.DefaultIdleTimeout,
+		PluginIdleTimeout:     pluginhost.DefaultIdleTimeout,
 
 		KubeAPIQPS:                50,
 		KubeAPIBurst:              100,

@@ -10,15 +10,15 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/extension"
+	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
-	"github.com/wasmlet/wasmlet/host/plugin"
 )
 
 // plugins is the agent's plugin directory: the Manager that loads and
 // reloads it and the Extension that wires its plugins into the pod config,
 // the admission chain, the runtime's hooks and /plugins.
 type plugins struct {
-	mgr *plugin.Manager
+	mgr *pluginhost.Manager
 	ext *extension.Extension
 }
 
@@ -31,9 +31,9 @@ func (a *Agent) newPlugins() (*plugins, error) {
 	}
 	idle := a.cfg.PluginIdleTimeout
 	if idle == 0 {
-		idle = -1 // plugin.Config: negative keeps plugins loaded
+		idle = -1 // pluginhost.Config: negative keeps plugins loaded
 	}
-	mgr, err := plugin.NewManager(plugin.Config{
+	mgr, err := pluginhost.NewManager(pluginhost.Config{
 		Dir:         a.cfg.PluginDir,
 		IdleTimeout: idle,
 		CacheDir:    filepath.Join(a.cfg.RootDir, "plugin-cache"),

@@ -15,7 +15,7 @@ import (
 	"github.com/wasmlet/wasmlet/abi"
 )
 
-// TestAgent_Plugins runs the agent with a plugin directory: host/plugin's
+// TestAgent_Plugins runs the agent with a plugin directory: pluginhost's
 // ok.wasm as an admission plugin (it denies requests containing "!") and as
 // a hook. A pod whose image has a "!" is rejected naming the plugin, the
 // other runs, the hook is called, /plugins lists both.
@@ -95,14 +95,14 @@ func TestAgent_PluginLoadingAdmitsNothing(t *testing.T) {
 	}
 }
 
-// writePlugin writes host/plugin's testdata/wat/<wasm> into dir as
+// writePlugin writes pluginhost's testdata/wat/<wasm> into dir as
 // <name>.wasm with a manifest: name, version, abi, sha256 and extra (YAML).
 func writePlugin(t *testing.T, dir, name, wasm, extra string) {
 	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join("..", "plugin", "testdata", "wat", wasm))
+	b, err := os.ReadFile(filepath.Join("..", "internal", "pluginhost", "testdata", "wat", wasm))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/wasmlet/wasmlet/abi"
@@ -16,7 +15,7 @@ import (
 func ExampleLoad() {
 	ctx := context.Background()
 	p, err := plugin.Load(ctx, plugin.LoadConfig{
-		Path:         "testdata/wat/ok.wasm",
+		Path:         "../internal/pluginhost/testdata/wat/ok.wasm",
 		PluginConfig: map[string]string{"mode": "strict"}, // merged over the manifest's config
 		Config:       plugin.Config{Timeout: 100 * time.Millisecond},
 	})
@@ -34,7 +33,7 @@ func ExampleLoad() {
 // plugin's failure policy.
 func ExamplePlugin_Admit_failure() {
 	ctx := context.Background()
-	p, err := plugin.Load(ctx, plugin.LoadConfig{Path: "testdata/wat/loop.wasm", Config: plugin.Config{Timeout: 20 * time.Millisecond}})
+	p, err := plugin.Load(ctx, plugin.LoadConfig{Path: "../internal/pluginhost/testdata/wat/loop.wasm", Config: plugin.Config{Timeout: 20 * time.Millisecond}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -44,24 +43,4 @@ func ExamplePlugin_Admit_failure() {
 	policy := p.Manifest().FailurePolicy
 	fmt.Println(errors.Is(err, plugin.ErrTimeout), policy)
 	// Output: true Fail
-}
-
-// A Manager keeps a plugin directory loaded and reloads it on change.
-func ExampleManager() {
-	dir, _ := os.MkdirTemp("", "plugins")
-	defer os.RemoveAll(dir)
-	m, err := plugin.NewManager(plugin.Config{Dir: dir})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- m.Run(ctx) }() // scans, then watches until ctx ends
-	defer func() { cancel(); <-done }()
-	for _, p := range m.Admitters() { // ordered by manifest order, then name
-		_, _ = p.Admit(ctx, &abi.AdmitRequest{Pod: []byte(`{}`)})
-	}
-	fmt.Println(len(m.Plugins()))
-	// Output: 0
 }

@@ -1,7 +1,7 @@
 // Package metertest holds what the benchmarks comparing deadline mechanisms
-// (host/plugin, host/wasiruntime) share. On a shared, loaded machine
-// wall-clock time swings between runs, so they also report the CPU time of
-// the thread the guest runs on.
+// (host/internal/pluginhost, host/wasiruntime) share. On a shared, loaded
+// machine wall-clock time swings between runs, so they also report the CPU
+// time of the thread the guest runs on.
 package metertest
 
 import (

@@ -28,7 +28,7 @@ import (
 
 var (
 	pluginsFlag = flag.String("plugins", "../../../build/plugins", "the built plugins (hack/build-plugins.sh)")
-	goguestFlag = flag.String("goguest", "../../../host/plugin/testdata/goguest", "host/plugin's faulty Go guest (panics, spins or allocates on demand)")
+	goguestFlag = flag.String("goguest", "../../../host/internal/pluginhost/testdata/goguest", "the plugin host's faulty Go guest (panics, spins or allocates on demand)")
 )
 
 // TestPlugins runs wasmlet with a plugin directory of first-party plugins
@@ -381,7 +381,7 @@ func waitPlugin(t *testing.T, a *agent, name, what string, cond func(pluginStatu
 	return got
 }
 
-// buildGoguest builds host/plugin's faulty Go guest for wasip1.
+// buildGoguest builds the plugin host's faulty Go guest for wasip1.
 func buildGoguest(t *testing.T, dir string) []byte {
 	t.Helper()
 	out := filepath.Join(dir, "goguest.wasm")

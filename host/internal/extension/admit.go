@@ -10,7 +10,7 @@ import (
 
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/admission"
-	"github.com/wasmlet/wasmlet/host/plugin"
+	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 )
 
 // Admitter returns the admission plugins as one admission.Admitter, for the
@@ -106,14 +106,14 @@ func (a admitter) AdmitEach(ctx context.Context, attrs admission.Attributes) []a
 
 // answer is one plugin's answer to an admission.
 type answer struct {
-	p    *plugin.Plugin // the version that answered
+	p    *pluginhost.Plugin // the version that answered
 	resp *abi.AdmitResponse
 	err  error
 }
 
 // admit calls p (its serving version if p was replaced meanwhile).
-func admit(ctx context.Context, e *Extension, p *plugin.Plugin, req *abi.AdmitRequest) answer {
-	p, resp, err := retryClosed(e, p, func(p *plugin.Plugin) (*abi.AdmitResponse, error) { return p.Admit(ctx, req) })
+func admit(ctx context.Context, e *Extension, p *pluginhost.Plugin, req *abi.AdmitRequest) answer {
+	p, resp, err := retryClosed(e, p, func(p *pluginhost.Plugin) (*abi.AdmitResponse, error) { return p.Admit(ctx, req) })
 	return answer{p: p, resp: resp, err: err}
 }
 

@@ -1,6 +1,6 @@
-// Package extension connects the plugin host (host/plugin) to the agent's
-// core: source plugins become config.Sources of the pod merge, admission
-// plugins join the admission chain after the built-ins as one
+// Package extension connects the plugin host (host/internal/pluginhost) to
+// the agent's core: source plugins become config.Sources of the pod merge,
+// admission plugins join the admission chain after the built-ins as one
 // admission.Group, hook plugins are the runtime's lifecycle Hooks, and
 // /plugins shows every plugin's state and figures. It applies each plugin's
 // failure policy; the plugin host only reports failures. It is also the one
@@ -26,7 +26,7 @@ import (
 
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/config"
-	"github.com/wasmlet/wasmlet/host/plugin"
+	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 )
 
 // DefaultPollInterval is how often a source plugin is polled when neither
@@ -41,7 +41,7 @@ const PollIntervalKey = "pollInterval"
 // Config configures an Extension.
 type Config struct {
 	// Manager holds the plugin directory's plugins. Required.
-	Manager *plugin.Manager
+	Manager *pluginhost.Manager
 	// NodeName is this node's name: source plugins' pods are static pods
 	// named "<pod>-<node>".
 	NodeName string
@@ -69,7 +69,7 @@ type Config struct {
 // with New.
 type Extension struct {
 	cfg      Config
-	mgr      *plugin.Manager
+	mgr      *pluginhost.Manager
 	log      hclog.Logger
 	failures *prometheus.CounterVec
 	encode   encoder
@@ -158,7 +158,7 @@ func (e *Extension) claim(name string) bool {
 
 // failed applies p's failure policy to a failed call of kind k and reports
 // whether the caller must fail (policy Fail). It logs and counts either way.
-func (e *Extension) failed(p *plugin.Plugin, k abi.Kind, what string, err error) bool {
+func (e *Extension) failed(p *pluginhost.Plugin, k abi.Kind, what string, err error) bool {
 	policy := p.Manifest().FailurePolicy
 	if policy == abi.FailurePolicyIgnore {
 		e.failures.WithLabelValues(p.Name(), string(k), "ignore").Inc()
@@ -192,9 +192,9 @@ func (f *firstLineError) Unwrap() error { return f.err }
 
 // retryClosed runs call on p, once more on the serving version of p's name
 // if p was replaced (closed) meanwhile.
-func retryClosed[T any](e *Extension, p *plugin.Plugin, call func(*plugin.Plugin) (T, error)) (*plugin.Plugin, T, error) {
+func retryClosed[T any](e *Extension, p *pluginhost.Plugin, call func(*pluginhost.Plugin) (T, error)) (*pluginhost.Plugin, T, error) {
 	r, err := call(p)
-	if errors.Is(err, plugin.ErrClosed) {
+	if errors.Is(err, pluginhost.ErrClosed) {
 		if q := e.mgr.Get(p.Name()); q != nil && q != p {
 			p = q
 			r, err = call(p)

@@ -25,17 +25,17 @@ import (
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
-	"github.com/wasmlet/wasmlet/host/plugin"
 	"github.com/wasmlet/wasmlet/internal/metrictest"
 )
 
-// fixture is a module of host/plugin's or this package's testdata.
+// fixture is a module of this package's testdata or pluginhost's.
 func fixture(name string) string {
 	if _, err := os.Stat(filepath.Join("testdata", name)); err == nil {
 		return filepath.Join("testdata", name)
 	}
-	return filepath.Join("..", "..", "plugin", "testdata", "wat", name)
+	return filepath.Join("..", "pluginhost", "testdata", "wat", name)
 }
 
 // install copies a module into dir with a manifest (extra YAML appended).
@@ -63,7 +63,7 @@ func install(t testing.TB, dir, name, module string, kinds []abi.Kind, extra str
 func setup(t testing.TB, dir string, merge func(context.Context, string, config.PodUpdate) error) (*Extension, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m, err := plugin.NewManager(plugin.Config{Dir: dir, Registerer: reg, Timeout: time.Minute, PoolSize: 1})
+	m, err := pluginhost.NewManager(pluginhost.Config{Dir: dir, Registerer: reg, Timeout: time.Minute, PoolSize: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,13 +352,13 @@ func TestExtension_Handler(t *testing.T) {
 		t.Fatalf("plugins %+v", body.Plugins)
 	}
 	bang, broken := body.Plugins[0], body.Plugins[1]
-	if bang.Name != "bang" || bang.State != plugin.StateLoaded || bang.Calls != 1 || bang.P50 == "" || bang.P99 == "" || len(bang.SHA256) != 64 || bang.Version != "1.0.0" {
+	if bang.Name != "bang" || bang.State != pluginhost.StateLoaded || bang.Calls != 1 || bang.P50 == "" || bang.P99 == "" || len(bang.SHA256) != 64 || bang.Version != "1.0.0" {
 		t.Errorf("bang: %+v", bang)
 	}
 	if bang.LastLoad != "ok" || broken.LastLoad != "failed" {
 		t.Errorf("lastLoad: %q, %q", bang.LastLoad, broken.LastLoad)
 	}
-	if broken.State != plugin.StateFailed || !strings.Contains(broken.Error, "abi") {
+	if broken.State != pluginhost.StateFailed || !strings.Contains(broken.Error, "abi") {
 		t.Errorf("broken: %+v", broken)
 	}
 	mfs, err := reg.Gather()
@@ -427,12 +427,12 @@ func TestExtension_decide_firstLine(t *testing.T) {
 	var logs bytes.Buffer
 	e.log = hclog.New(&hclog.LoggerOptions{Output: &logs})
 	trace := "\ngoroutine 1 [running]:\nruntime.throw(...)\n\t/usr/local/go/src/runtime/panic.go:1101"
-	cause := fmt.Errorf("plugin \"bang\": %w: out of memory%s", plugin.ErrMemoryLimit, trace)
+	cause := fmt.Errorf("plugin \"bang\": %w: out of memory%s", pluginhost.ErrMemoryLimit, trace)
 	d := e.decide(admission.Attributes{Pod: testPod("x")}, answer{p: e.mgr.Get("bang"), err: cause})
 	if d.Err == nil || strings.Contains(d.Err.Error(), "\n") || !strings.Contains(d.Err.Error(), "out of memory") {
 		t.Fatalf("decision error %q, want the first line alone", d.Err)
 	}
-	if !errors.Is(d.Err, plugin.ErrMemoryLimit) {
+	if !errors.Is(d.Err, pluginhost.ErrMemoryLimit) {
 		t.Errorf("decision error %v no longer is ErrMemoryLimit", d.Err)
 	}
 	if !strings.Contains(logs.String(), "runtime.throw") {

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wasmlet/wasmlet/abi"
-	"github.com/wasmlet/wasmlet/host/plugin"
+	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 )
 
 // PluginStatus is one plugin file as /plugins shows it.
@@ -18,7 +18,7 @@ type PluginStatus struct {
 	// Name is the plugin's name (empty when it never loaded).
 	Name string `json:"name,omitempty"`
 	// State is "loaded" or "failed".
-	State plugin.State `json:"state"`
+	State pluginhost.State `json:"state"`
 	// Error says why the file failed, or why a replacement was refused
 	// while the previous version keeps serving.
 	Error string `json:"error,omitempty"`
@@ -54,7 +54,7 @@ func (e *Extension) Status() []PluginStatus {
 		if in.Error != "" {
 			s.LastLoad = "failed"
 		}
-		if in.State == plugin.StateLoaded {
+		if in.State == pluginhost.StateLoaded {
 			t := in.LoadedAt
 			s.Version, s.Kinds, s.SHA256, s.FailurePolicy, s.Order, s.LoadedAt = in.Version, in.Kinds, in.SHA256, in.FailurePolicy, in.Order, &t
 			s.Calls, s.Errors, s.Timeouts = in.Stats.Calls, in.Stats.Errors, in.Stats.Timeouts
@@ -91,7 +91,7 @@ var (
 
 // quantiles exports /plugins' p50/p99 and state as metrics (the Manager's
 // own collector exports the counters and the histogram).
-type quantiles struct{ m *plugin.Manager }
+type quantiles struct{ m *pluginhost.Manager }
 
 // Describe implements prometheus.Collector.
 func (q *quantiles) Describe(ch chan<- *prometheus.Desc) {
@@ -110,7 +110,7 @@ func (q *quantiles) Collect(ch chan<- prometheus.Metric) {
 			kinds += string(k)
 		}
 		ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, in.Path, in.Name, string(in.State), in.Version, kinds, in.SHA256)
-		if in.State != plugin.StateLoaded || in.Stats.Calls == 0 {
+		if in.State != pluginhost.StateLoaded || in.Stats.Calls == 0 {
 			continue
 		}
 		for _, x := range []struct {

@@ -9,8 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
-	"github.com/wasmlet/wasmlet/host/plugin"
 )
 
 var _ runtime.Hooks = (*Extension)(nil)
@@ -44,7 +44,7 @@ func (e *Extension) Hook(ctx context.Context, point runtime.HookPoint, pod *v1.P
 	honoured := point == runtime.HookPreSandbox || point == runtime.HookPreCreate
 	var out *abi.Adjustment
 	for _, p := range ps {
-		p, resp, err := retryClosed(e, p, func(p *plugin.Plugin) (*abi.HookResponse, error) { return p.Hook(ctx, req) })
+		p, resp, err := retryClosed(e, p, func(p *pluginhost.Plugin) (*abi.HookResponse, error) { return p.Hook(ctx, req) })
 		if err != nil {
 			what := string(point) + " " + podName(pod)
 			if container != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/config"
-	"github.com/wasmlet/wasmlet/host/plugin"
+	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 )
 
 // Sources returns a config.Source for every source plugin serving now, named
@@ -55,7 +55,7 @@ func (s *source) Run(ctx context.Context, updates chan<- config.PodUpdate) error
 // plugin that is unloaded keeps its pods too; polling resumes when a plugin
 // of that name serves again.
 func (e *Extension) poll(ctx context.Context, name string, send func(config.PodUpdate) bool) {
-	var cur *plugin.Plugin
+	var cur *pluginhost.Plugin
 	var seq uint64
 	wait := time.NewTimer(0)
 	defer wait.Stop()
@@ -84,7 +84,7 @@ func (e *Extension) poll(ctx context.Context, name string, send func(config.PodU
 			}
 		}
 		seq++
-		p, resp, err := retryClosed(e, p, func(p *plugin.Plugin) (*abi.SourceResponse, error) {
+		p, resp, err := retryClosed(e, p, func(p *pluginhost.Plugin) (*abi.SourceResponse, error) {
 			return p.Source(ctx, &abi.SourceRequest{Seq: seq})
 		})
 		cur = p

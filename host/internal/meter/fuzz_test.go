@@ -12,10 +12,10 @@ import (
 // FuzzRewrite checks the instrumentation on arbitrary input: it never panics,
 // and whenever wazero accepts the original module and Rewrite accepts it
 // too, wazero accepts the metered module. Seeds: this package's fixtures and
-// host/plugin's (plugins in WAT and C).
+// pluginhost's (plugins in WAT and C).
 func FuzzRewrite(f *testing.F) {
 	seeds, _ := filepath.Glob("testdata/*.wasm")
-	more, _ := filepath.Glob("../plugin/testdata/*/*.wasm")
+	more, _ := filepath.Glob("../pluginhost/testdata/*/*.wasm")
 	for _, p := range append(seeds, more...) {
 		b, err := os.ReadFile(p)
 		if err != nil {

@@ -21,9 +21,9 @@
 // call, the tick is also a point where the Go scheduler and GC can stop the
 // goroutine, which compiled guest code otherwise never offers.
 //
-// host/plugin meters plugins (a deadline per call) and host/wasiruntime
-// meters workloads (stopped when their container is). RATIONALE.md
-// ("host/plugin", "The embedded runtime") has the measured costs.
+// host/internal/pluginhost meters plugins (a deadline per call) and
+// host/wasiruntime meters workloads (stopped when their container is).
+// RATIONALE.md ("Deadlines", "The embedded runtime") has the measured costs.
 package meter
 
 import (

@@ -2,7 +2,7 @@
 
 // Package bench measures the admission chain of the four first-party
 // policies (no-privileged, image-allowlist, require-limits, sysctl-allowlist)
-// on testdata/pod4k.json, as the agent runs it — plugin.Manager loading the
+// on testdata/pod4k.json, as the agent runs it — pluginhost.Manager loading the
 // compiled .wasm files, host/extension's admitter in an admission.Chain —
 // as four modules and as one (plugins/policy-bundle), against the same four
 // checks written natively in Go. It reports p50 and
@@ -29,7 +29,7 @@ import (
 
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/extension"
-	"github.com/wasmlet/wasmlet/host/plugin"
+	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 	"github.com/wasmlet/wasmlet/plugintest"
 )
 
@@ -71,7 +71,7 @@ const pluginsDir = "../../../../plugins"
 
 // loadPolicies writes the policies' compiled modules and manifests into a
 // plugin directory and loads it with a Manager, as the agent does.
-func loadPolicies(tb testing.TB, list []policy, deadline plugin.DeadlineMode) *plugin.Manager {
+func loadPolicies(tb testing.TB, list []policy, deadline pluginhost.DeadlineMode) *pluginhost.Manager {
 	dir := tb.TempDir()
 	for _, p := range list {
 		wasm, err := plugintest.BuildGo(filepath.Join(pluginsDir, p.dir))
@@ -92,7 +92,7 @@ func loadPolicies(tb testing.TB, list []policy, deadline plugin.DeadlineMode) *p
 			tb.Fatal(err)
 		}
 	}
-	m, err := plugin.NewManager(plugin.Config{Dir: dir, CacheDir: plugintest.CacheDir(), Deadline: deadline})
+	m, err := pluginhost.NewManager(pluginhost.Config{Dir: dir, CacheDir: plugintest.CacheDir(), Deadline: deadline})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func loadPolicies(tb testing.TB, list []policy, deadline plugin.DeadlineMode) *p
 // wasmChain loads the four policies from a plugin directory with a Manager
 // and returns the admission chain the agent would build (built-ins left
 // out: they are not plugins).
-func wasmChain(tb testing.TB, deadline plugin.DeadlineMode, parallel bool) (*admission.Chain, *plugin.Manager) {
+func wasmChain(tb testing.TB, deadline pluginhost.DeadlineMode, parallel bool) (*admission.Chain, *pluginhost.Manager) {
 	var list []policy
 	for _, p := range policies {
 		list = append(list, policy{name: p.name, dir: p.name, order: p.order, config: p.config})
@@ -133,7 +133,7 @@ func bundleChain(tb testing.TB) *admission.Chain {
 			config[p.name+"."+k] = v
 		}
 	}
-	m := loadPolicies(tb, []policy{{name: "policy-bundle", dir: "policy-bundle", order: 10, config: config}}, plugin.DeadlineAuto)
+	m := loadPolicies(tb, []policy{{name: "policy-bundle", dir: "policy-bundle", order: 10, config: config}}, pluginhost.DeadlineAuto)
 	ext, err := extension.New(extension.Config{Manager: m})
 	if err != nil {
 		tb.Fatal(err)
@@ -150,7 +150,7 @@ func bundleChain(tb testing.TB) *admission.Chain {
 // privileged variant is denied by each, the bundle naming no-privileged.
 func TestChain(t *testing.T) {
 	pod, raw := pod4k(t)
-	chain, _ := wasmChain(t, plugin.DeadlineAuto, false)
+	chain, _ := wasmChain(t, pluginhost.DeadlineAuto, false)
 	if r := chain.Admit(context.Background(), admission.Attributes{Pod: pod}); !r.Admit {
 		t.Fatalf("wasm chain rejects the 4 KB pod: %+v", r)
 	}
@@ -256,12 +256,12 @@ func BenchmarkChain(b *testing.B) {
 	}
 	for _, v := range []struct {
 		name     string
-		deadline plugin.DeadlineMode
+		deadline pluginhost.DeadlineMode
 		parallel bool
 	}{
-		{"wasm", plugin.DeadlineAuto, false},
-		{"wasm-parallel", plugin.DeadlineAuto, true},
-		{"wasm-no-deadline", plugin.DeadlineNone, false},
+		{"wasm", pluginhost.DeadlineAuto, false},
+		{"wasm-parallel", pluginhost.DeadlineAuto, true},
+		{"wasm-no-deadline", pluginhost.DeadlineNone, false},
 	} {
 		chain, _ := wasmChain(b, v.deadline, v.parallel)
 		bench(v.name, chain, admission.Attributes{Pod: pod})
@@ -272,7 +272,7 @@ func BenchmarkChain(b *testing.B) {
 	// The bundle of the four runs beside the four modules on each.
 	// A tree from before the bundle (the baseline hack/plugin-costs.sh
 	// runs this file in) times the four modules only.
-	chain, _ := wasmChain(b, plugin.DeadlineAuto, false)
+	chain, _ := wasmChain(b, pluginhost.DeadlineAuto, false)
 	var bundle *admission.Chain
 	if _, err := os.Stat(filepath.Join(pluginsDir, "policy-bundle")); err == nil {
 		bundle = bundleChain(b)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/admission"
-	"github.com/wasmlet/wasmlet/host/plugin"
+	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 )
 
 // BenchmarkChainParts splits the wasm chain's cost per admission of the
@@ -25,7 +25,7 @@ import (
 //     a single-plugin benchmark sees);
 //
 //   - interleaved: the four policies called one after the other through
-//     plugin.Plugin.Admit, each call timed (<policy>-p50-ns), and the round
+//     pluginhost.Plugin.Admit, each call timed (<policy>-p50-ns), and the round
 //     (round-p50-ns);
 //
 //   - chain: admission.Chain.Admit, the agent's path;
@@ -39,7 +39,7 @@ import (
 //     go test -run '^$' -bench ChainParts -benchtime 2000x ./host/internal/extension/chainbench/
 func BenchmarkChainParts(b *testing.B) {
 	pod, _ := pod4k(b)
-	chain, m := wasmChain(b, plugin.DeadlineAuto, false)
+	chain, m := wasmChain(b, pluginhost.DeadlineAuto, false)
 	ps := m.Admitters()
 	raw, err := json.Marshal(pod)
 	if err != nil {
@@ -47,7 +47,7 @@ func BenchmarkChainParts(b *testing.B) {
 	}
 	req := &abi.AdmitRequest{Pod: raw, PodsOnNode: []json.RawMessage{}}
 	ctx := context.Background()
-	admit := func(p *plugin.Plugin) {
+	admit := func(p *pluginhost.Plugin) {
 		if r, err := p.Admit(ctx, req); err != nil || !r.Allowed {
 			b.Fatalf("%s: %+v %v", p.Name(), r, err)
 		}
@@ -87,7 +87,7 @@ func BenchmarkChainParts(b *testing.B) {
 		copies = append(copies, policy{name: name, dir: "no-privileged", order: 10 + i, config: policies[0].config})
 		copyNames = append(copyNames, name)
 	}
-	same := loadPolicies(b, copies, plugin.DeadlineAuto).Admitters()
+	same := loadPolicies(b, copies, pluginhost.DeadlineAuto).Admitters()
 	b.Run("same-module", func(b *testing.B) {
 		medians(b, copyNames, func(lap func(int)) {
 			for i, p := range same {

@@ -1,0 +1,446 @@
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"sigs.k8s.io/yaml"
+
+	"github.com/wasmlet/wasmlet/abi"
+)
+
+// State is a plugin file's state in a Manager.
+type State string
+
+const (
+	// StateLoaded: the plugin serves calls (Error may still report a refused
+	// replacement; the previous version keeps serving).
+	StateLoaded State = "loaded"
+	// StateFailed: the file never loaded; Error says why.
+	StateFailed State = "failed"
+)
+
+// Info describes one plugin file of a Manager's directory.
+type Info struct {
+	// Path is the manifest, or the bare .wasm.
+	Path string
+	// State is loaded or failed.
+	State State
+	// Error is the last load error for this file (a refused replacement when
+	// State is loaded), empty when the last load succeeded.
+	Error string
+	// Name, Version, ABI, Kinds, Order and FailurePolicy come from the
+	// serving plugin's effective manifest (empty when failed).
+	Name          string
+	Version       string
+	ABI           abi.Version
+	Kinds         []abi.Kind
+	Order         int
+	FailurePolicy abi.FailurePolicy
+	// SHA256 of the serving module.
+	SHA256 string
+	// Deadline is the deadline mechanism in force.
+	Deadline DeadlineMode
+	// LoadedAt is when the serving version was loaded.
+	LoadedAt time.Time
+	// Stats are the serving version's call figures.
+	Stats Stats
+}
+
+// Manager keeps every plugin of a directory loaded, sharing one wazero
+// runtime and compilation cache, and reloads them when files change.
+type Manager struct {
+	cfg Config
+	e   *engine
+
+	mu      sync.RWMutex
+	entries map[string]*entry // by Path
+	scanMu  sync.Mutex
+	onScan  []func()
+}
+
+type entry struct {
+	path     string
+	plugin   *Plugin
+	loadedAt time.Time
+	err      error
+	stamp    string // files' size+mtime of the last attempt
+	name     string // the plugin name, when refused for errNameUsed
+}
+
+// NewManager creates a Manager for cfg.Dir; nothing is loaded until Scan or
+// Run.
+func NewManager(cfg Config) (*Manager, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Dir == "" {
+		return nil, errors.New("plugin manager: Config.Dir is empty")
+	}
+	e, err := newEngine(context.Background(), cfg)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{cfg: cfg, e: e, entries: map[string]*entry{}}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(&collector{m: m}); err != nil {
+			return nil, fmt.Errorf("plugin manager: register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// OnChange registers f to run after every scan that added, replaced or
+// removed a serving plugin (so callers can refresh their per-kind lists).
+func (m *Manager) OnChange(f func()) {
+	m.scanMu.Lock()
+	m.onScan = append(m.onScan, f)
+	m.scanMu.Unlock()
+}
+
+// Run scans the directory, then watches it (fsnotify, plus a rescan every
+// Config.Rescan) until ctx is done, and closes every plugin.
+func (m *Manager) Run(ctx context.Context) error {
+	// Watch before the first scan, so no change falls between the two.
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		m.cfg.Logger.Warn("plugin dir: fsnotify unavailable, periodic rescan only", "dir", m.cfg.Dir, "error", err)
+	} else {
+		defer w.Close()
+		if err := w.Add(m.cfg.Dir); err != nil {
+			m.cfg.Logger.Warn("plugin dir: cannot watch, periodic rescan only", "dir", m.cfg.Dir, "error", err)
+		}
+	}
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	if w != nil {
+		events, errs = w.Events, w.Errors
+	}
+	m.Scan(ctx)
+	tick := time.NewTicker(m.cfg.Rescan)
+	defer tick.Stop()
+	// Debounce: writers (cp, editors) produce bursts; scan once they settle.
+	debounce := time.NewTimer(time.Hour)
+	debounce.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			m.Close(context.Background())
+			return nil
+		case <-tick.C:
+			m.Scan(ctx)
+		case <-events:
+			debounce.Reset(100 * time.Millisecond)
+		case <-debounce.C:
+			m.Scan(ctx)
+		case err := <-errs:
+			m.cfg.Logger.Warn("plugin dir: watch error", "dir", m.cfg.Dir, "error", err)
+		}
+	}
+}
+
+// Close closes every plugin and the runtime.
+func (m *Manager) Close(ctx context.Context) {
+	m.mu.Lock()
+	for k, e := range m.entries {
+		if e.plugin != nil {
+			e.plugin.Close(ctx)
+		}
+		delete(m.entries, k)
+	}
+	m.mu.Unlock()
+	m.e.close(ctx)
+}
+
+// Scan brings the loaded set in line with the directory once: new files
+// load, changed files reload (a failing new version is refused and the
+// previous one keeps serving), removed files unload. Errors are logged
+// naming the file and kept in Plugins().
+func (m *Manager) Scan(ctx context.Context) {
+	m.scanMu.Lock()
+	defer m.scanMu.Unlock()
+	found, err := discover(m.cfg.Dir)
+	if err != nil {
+		m.cfg.Logger.Error("plugin dir: cannot read", "dir", m.cfg.Dir, "error", err)
+		return
+	}
+	changed := false
+	// Removed files first, so a plugin renamed to a new file frees its name.
+	m.mu.Lock()
+	for path, e := range m.entries {
+		if _, ok := found[path]; ok {
+			continue
+		}
+		delete(m.entries, path)
+		if e.plugin != nil {
+			m.cfg.Logger.Info("plugin removed", "file", path, "plugin", e.plugin.Name())
+			e.plugin.Close(ctx)
+			changed = true
+		}
+	}
+	m.mu.Unlock()
+	paths := make([]string, 0, len(found))
+	for p := range found {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		if m.scanOne(ctx, path, found[path]) {
+			changed = true
+		}
+	}
+	// A file refused because another held its name is tried again once
+	// that name is free (its owner deleted, renamed or now another
+	// plugin), though the file itself did not change: adding v2 beside v1
+	// and then deleting v1 — an upgrade — must end with v2 serving, never
+	// with no plugin of that name.
+	for _, path := range paths {
+		m.mu.RLock()
+		e := m.entries[path]
+		retry := e != nil && e.plugin == nil && errors.Is(e.err, errNameUsed) && m.byNameLocked(e.name, path) == ""
+		m.mu.RUnlock()
+		if retry && m.scanOne(ctx, path, "") {
+			changed = true
+		}
+	}
+	if changed {
+		m.cfg.Logger.Info("plugin set changed; enforced now", "plugins", m.Enforced())
+		for _, f := range m.onScan {
+			f()
+		}
+	}
+}
+
+// errNameUsed marks a load refused because another file serves the name.
+var errNameUsed = errors.New("name already used")
+
+// Enforced describes the serving plugins, one "name@version(kinds, policy)
+// from file" per plugin sorted by name — what the agent enforces now.
+func (m *Manager) Enforced() string {
+	var out []string
+	for _, in := range m.Plugins() {
+		if in.State == StateLoaded {
+			out = append(out, fmt.Sprintf("%s@%s(%v, failurePolicy %s) from %s", in.Name, in.Version, in.Kinds, in.FailurePolicy, filepath.Base(in.Path)))
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
+}
+
+// scanOne (re)loads one file when its stamp changed (an empty stamp: load
+// again whatever the stamp); it reports whether the serving plugin changed.
+func (m *Manager) scanOne(ctx context.Context, path, stamp string) bool {
+	m.mu.RLock()
+	old := m.entries[path]
+	m.mu.RUnlock()
+	if stamp == "" && old != nil {
+		stamp = old.stamp
+	} else if old != nil && old.stamp == stamp {
+		return false
+	}
+	var p *Plugin
+	var err error
+	var name string // the plugin name refused for being in use
+	if strings.HasSuffix(path, abi.ManifestSuffix) {
+		p, err = m.e.load(ctx, path, nil)
+	} else {
+		err = errNoManifest(path)
+	}
+	if err == nil {
+		if other := m.byName(p.Name(), path); other != "" {
+			p.Close(ctx)
+			name = p.Name()
+			err = fmt.Errorf("plugin %q: %w by %s", p.Name(), errNameUsed, other)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[path]
+	if e == nil {
+		e = &entry{path: path}
+		m.entries[path] = e
+	}
+	e.stamp = stamp
+	e.name = name
+	if err != nil {
+		e.err = err
+		if e.plugin != nil {
+			m.cfg.Logger.Error("plugin replacement refused, previous version keeps serving", "file", path,
+				"plugin", e.plugin.Name(), "serving_version", e.plugin.Manifest().Version, "error", err)
+		} else {
+			m.cfg.Logger.Error("plugin failed to load", "file", path, "error", err)
+		}
+		return false
+	}
+	prev := e.plugin
+	e.plugin, e.err, e.loadedAt = p, nil, time.Now()
+	if prev != nil && prev.Name() == p.Name() && prev.Manifest().Version == p.Manifest().Version {
+		// The same version again (a re-copied file, another build under
+		// the same version): its figures go on rather than restart.
+		p.stats.add(prev.Stats())
+	}
+	if prev != nil {
+		m.cfg.Logger.Info("plugin replaced", "file", path, "plugin", p.Name(), "version", p.Manifest().Version,
+			"previous_version", prev.Manifest().Version, "sha256", p.SHA256())
+		go prev.Close(context.Background()) // in-flight calls finish on their instances
+	} else {
+		m.cfg.Logger.Info("plugin loaded", "file", path, "plugin", p.Name(), "version", p.Manifest().Version,
+			"kinds", fmt.Sprint(p.Manifest().Kinds), "deadline", string(p.DeadlineMode()))
+	}
+	return true
+}
+
+// byName returns the path of another file serving plugin name, if any.
+func (m *Manager) byName(name, except string) string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.byNameLocked(name, except)
+}
+
+// byNameLocked is byName with m.mu held.
+func (m *Manager) byNameLocked(name, except string) string {
+	for path, e := range m.entries {
+		if path != except && e.plugin != nil && e.plugin.Name() == name {
+			return path
+		}
+	}
+	return ""
+}
+
+// discover lists the plugin files of dir with their stamps: every manifest,
+// and every .wasm that no manifest claims (by its wasm field or by the
+// <stem>.plugin.yaml convention), which scanOne reports as failed. A
+// manifest's stamp covers its module too.
+func discover(dir string) (map[string]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	claimed := map[string]bool{}
+	var wasms []string
+	for _, de := range ents {
+		name := de.Name()
+		full := filepath.Join(dir, name)
+		switch {
+		case strings.HasPrefix(name, "."):
+		case strings.HasSuffix(name, abi.ManifestSuffix):
+			wasm := strings.TrimSuffix(name, abi.ManifestSuffix) + ".wasm"
+			if b, err := os.ReadFile(full); err == nil {
+				var mf struct {
+					Wasm string `json:"wasm"`
+				}
+				if yaml.Unmarshal(b, &mf) == nil && mf.Wasm != "" {
+					wasm = mf.Wasm
+				}
+			}
+			if !filepath.IsAbs(wasm) {
+				wasm = filepath.Join(dir, wasm)
+			}
+			claimed[filepath.Clean(wasm)] = true
+			claimed[filepath.Join(dir, strings.TrimSuffix(name, abi.ManifestSuffix)+".wasm")] = true
+			out[full] = stamp(full) + "|" + stamp(wasm)
+		case strings.HasSuffix(name, ".wasm"):
+			wasms = append(wasms, full)
+		}
+	}
+	for _, w := range wasms {
+		if !claimed[w] {
+			out[w] = stamp(w)
+		}
+	}
+	return out, nil
+}
+
+// errNoManifest refuses a module without a manifest in a plugin directory:
+// a daemon only runs plugins whose sha256 someone pinned.
+func errNoManifest(path string) error {
+	stem := strings.TrimSuffix(filepath.Base(path), ".wasm")
+	return fmt.Errorf("%s: %w: no manifest; a plugin directory needs %s%s beside each module",
+		path, ErrManifest, stem, abi.ManifestSuffix)
+}
+
+func stamp(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "missing"
+	}
+	return fmt.Sprintf("%d@%d", fi.Size(), fi.ModTime().UnixNano())
+}
+
+// Plugins returns a snapshot of every plugin file, sorted by path.
+func (m *Manager) Plugins() []Info {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]Info, 0, len(m.entries))
+	for _, e := range m.entries {
+		in := Info{Path: e.path, State: StateFailed}
+		if e.err != nil {
+			in.Error = e.err.Error()
+		}
+		if p := e.plugin; p != nil {
+			mf := p.Manifest()
+			in.State, in.Name, in.Version, in.ABI, in.Kinds = StateLoaded, mf.Name, mf.Version, mf.ABI, mf.Kinds
+			in.Order, in.FailurePolicy, in.SHA256, in.Deadline = mf.Order, mf.FailurePolicy, p.SHA256(), p.DeadlineMode()
+			in.LoadedAt, in.Stats = e.loadedAt, p.Stats()
+		}
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// Get returns the serving plugin named name, or nil.
+func (m *Manager) Get(name string) *Plugin {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, e := range m.entries {
+		if e.plugin != nil && e.plugin.Name() == name {
+			return e.plugin
+		}
+	}
+	return nil
+}
+
+// OfKind returns the serving plugins of kind k, by manifest Order then name.
+// A returned plugin may be closed by a later reload; its calls then fail
+// with ErrClosed, and the caller should ask again.
+func (m *Manager) OfKind(k abi.Kind) []*Plugin {
+	m.mu.RLock()
+	var out []*Plugin
+	for _, e := range m.entries {
+		if e.plugin == nil {
+			continue
+		}
+		if mf := e.plugin.Manifest(); mf.HasKind(k) {
+			out = append(out, e.plugin)
+		}
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Manifest(), out[j].Manifest()
+		if a.Order != b.Order {
+			return a.Order < b.Order
+		}
+		return a.Name < b.Name
+	})
+	return out
+}
+
+// Admitters returns the admission plugins in order.
+func (m *Manager) Admitters() []*Plugin { return m.OfKind(abi.KindAdmission) }
+
+// Sources returns the source plugins in order.
+func (m *Manager) Sources() []*Plugin { return m.OfKind(abi.KindSource) }
+
+// Hooks returns the hook plugins in order.
+func (m *Manager) Hooks() []*Plugin { return m.OfKind(abi.KindHook) }

@@ -1,0 +1,193 @@
+package pluginhost
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wasmlet/wasmlet/abi"
+)
+
+func newManager(t *testing.T, cfg Config) *Manager {
+	t.Helper()
+	m, err := NewManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return m
+}
+
+func info(m *Manager, path string) (Info, bool) {
+	for _, in := range m.Plugins() {
+		if in.Path == path {
+			return in, true
+		}
+	}
+	return Info{}, false
+}
+
+// TestManager_Scan walks a directory through add, replace, a broken
+// replacement (refused, the old version keeps serving), a failing file that
+// does not disturb the others, and removal.
+func TestManager_Scan(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	reg := prometheus.NewRegistry()
+	m := newManager(t, Config{Dir: dir, Registerer: reg, CacheDir: filepath.Join(t.TempDir(), "cache")})
+
+	a := writePlugin(t, dir, "a", "testdata/wat/ok.wasm", "1.0.0", "order: 2\n")
+	b := writePlugin(t, dir, "b", "testdata/wat/ok.wasm", "1.0.0", "order: 1\n")
+	broken := writePlugin(t, dir, "broken", "testdata/bad.wasm", "1.0.0", "")
+	m.Scan(ctx)
+	adm := m.Admitters()
+	if len(adm) != 2 || adm[0].Name() != "b" || adm[1].Name() != "a" {
+		t.Fatalf("Admitters = %v, want [b a] (order 1 before 2)", names(adm))
+	}
+	if in, _ := info(m, broken); in.State != StateFailed || !strings.Contains(in.Error, "compile error") {
+		t.Fatalf("broken.wasm info = %+v", in)
+	}
+	if _, err := adm[0].Admit(ctx, admitReq(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Replace a with version 2 (another module: loop.wasm has admission too).
+	writePlugin(t, dir, "a", "testdata/wat/work.wasm", "2.0.0", "")
+	m.Scan(ctx)
+	if in, _ := info(m, a); in.State != StateLoaded || in.Version != "2.0.0" || in.Error != "" {
+		t.Fatalf("after replace: %+v", in)
+	}
+
+	// A broken replacement: the manifest's sha256 no longer matches.
+	os.WriteFile(filepath.Join(dir, "a.wasm"), []byte("\x00asm\x01\x00\x00\x00"), 0o644)
+	m.Scan(ctx)
+	in, _ := info(m, a)
+	if in.State != StateLoaded || in.Version != "2.0.0" || !strings.Contains(in.Error, "sha256 mismatch") {
+		t.Fatalf("after broken replace: %+v, want 2.0.0 serving with a sha256 error", in)
+	}
+	if r, err := m.Get("a").Admit(ctx, admitReq(`{}`)); err != nil || !r.Allowed {
+		t.Fatalf("old version after refused replace: %+v, %v", r, err)
+	}
+
+	if n := series(t, reg, "wasmlet_plugin_calls_total"); n != 2 {
+		t.Fatalf("wasmlet_plugin_calls_total series = %d, want 2", n)
+	}
+
+	os.Remove(b)
+	os.Remove(filepath.Join(dir, "b.wasm"))
+	m.Scan(ctx)
+	if _, ok := info(m, b); ok || m.Get("b") != nil || len(m.Admitters()) != 1 {
+		t.Fatalf("b still present after removal: %+v", m.Plugins())
+	}
+}
+
+// TestManager_Run checks that Run picks up changes by itself (fsnotify).
+func TestManager_Run(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, Config{Dir: dir, Rescan: time.Hour})
+	changes := make(chan struct{}, 10)
+	m.OnChange(func() { changes <- struct{}{} })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	writePlugin(t, dir, "w", "testdata/wat/ok.wasm", "1", "")
+	eventually(t, 5*time.Second, "plugin w to load", func() bool { return m.Get("w") != nil })
+	writePlugin(t, dir, "w", "testdata/wat/work.wasm", "2", "")
+	eventually(t, 5*time.Second, "plugin w version 2", func() bool {
+		p := m.Get("w")
+		return p != nil && p.Manifest().Version == "2"
+	})
+	os.Remove(filepath.Join(dir, "w.plugin.yaml"))
+	os.Remove(filepath.Join(dir, "w.wasm"))
+	eventually(t, 5*time.Second, "plugin w to unload", func() bool { return m.Get("w") == nil })
+	if len(changes) < 3 {
+		t.Fatalf("OnChange ran %d times, want ≥ 3", len(changes))
+	}
+}
+
+func TestManager_Refusals(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, Config{Dir: dir})
+	writePlugin(t, dir, "x", "testdata/wat/ok.wasm", "1", "")
+	// Another manifest with the same plugin name.
+	mf, _ := os.ReadFile(filepath.Join(dir, "x.plugin.yaml"))
+	os.WriteFile(filepath.Join(dir, "y.plugin.yaml"), append(mf, "wasm: x.wasm\n"...), 0o644)
+	os.WriteFile(filepath.Join(dir, "stray.wasm"), []byte("\x00asm\x01\x00\x00\x00"), 0o644)
+	m.Scan(context.Background())
+	if in, _ := info(m, filepath.Join(dir, "stray.wasm")); in.State != StateFailed || !strings.Contains(in.Error, "stray.plugin.yaml") {
+		t.Fatalf("stray.wasm: %+v, want failed for want of stray.plugin.yaml", in)
+	}
+	failed := 0
+	for _, in := range m.Plugins() {
+		if in.State == StateFailed && strings.Contains(in.Error, "name already used") {
+			failed++
+		}
+	}
+	if failed != 1 || len(m.OfKind(abi.KindAdmission)) != 1 {
+		t.Fatalf("plugins = %+v, want one loaded and one refused for its name", m.Plugins())
+	}
+}
+
+func names(ps []*Plugin) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name())
+	}
+	return out
+}
+
+// series counts the metrics of one family in reg.
+func series(t *testing.T, reg *prometheus.Registry, name string) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return len(mf.GetMetric())
+		}
+	}
+	return 0
+}
+
+// TestManager_Scan_sameVersionAndDeletedModule: a same-version replacement
+// keeps the plugin's figures; deleting only the module of a loaded plugin
+// is shown on its file while the loaded version keeps serving.
+func TestManager_Scan_sameVersionAndDeletedModule(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	m := newManager(t, Config{Dir: dir})
+	mf := writePlugin(t, dir, "x", "testdata/wat/ok.wasm", "1.0.0", "")
+	m.Scan(ctx)
+	for range 3 {
+		if _, err := m.Get("x").Admit(ctx, admitReq(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writePlugin(t, dir, "x", "testdata/wat/ok.wasm", "1.0.0", "order: 5\n")
+	m.Scan(ctx)
+	if in, _ := info(m, mf); in.Order != 5 || in.Stats.Calls != 3 {
+		t.Fatalf("after a same-version replacement: order %d, calls %d; want 5 and the 3 calls kept", in.Order, in.Stats.Calls)
+	}
+	writePlugin(t, dir, "x", "testdata/wat/work.wasm", "2.0.0", "")
+	m.Scan(ctx)
+	if in, _ := info(m, mf); in.Version != "2.0.0" || in.Stats.Calls != 0 {
+		t.Fatalf("after a new version: version %s, calls %d; want 2.0.0 with its own figures", in.Version, in.Stats.Calls)
+	}
+	if err := os.Remove(filepath.Join(dir, "x.wasm")); err != nil {
+		t.Fatal(err)
+	}
+	m.Scan(ctx)
+	in, _ := info(m, mf)
+	if in.State != StateLoaded || in.Version != "2.0.0" || !strings.Contains(in.Error, "x.wasm") {
+		t.Fatalf("after deleting x.wasm: %+v, want 2.0.0 serving and an error naming x.wasm", in)
+	}
+}
