@@ -207,13 +207,15 @@ hostpkg() {
 
 bench() {
   # The same chain benchmark in both trees; in a baseline from before the
-  # plugin host moved to host/internal/pluginhost, under its old name.
+  # plugin host moved to host/internal/pluginhost and the plugin build to
+  # internal/wasmbuild, under their old names.
   local chain=host/internal/extension/chainbench/chain_test.go
-  if [ "$(hostpkg "$base_dir")" = ./host/plugin/ ]; then
-    sed -e 's#wasmlet/host/internal/pluginhost"#wasmlet/host/plugin"#' -e 's/\bpluginhost\./plugin./g' "$chain" >"$base_dir/$chain"
-  else
-    cp "$chain" "$base_dir/$chain"
-  fi
+  local old=()
+  [ -d "$base_dir/host/internal/pluginhost" ] ||
+    old+=(-e 's#wasmlet/host/internal/pluginhost"#wasmlet/host/plugin"#' -e 's/\bpluginhost\./plugin./g')
+  [ -d "$base_dir/internal/wasmbuild" ] ||
+    old+=(-e 's#wasmlet/internal/wasmbuild"#wasmlet/plugintest"#' -e 's/\bwasmbuild\.Go(/plugintest.BuildGo(/g' -e 's/\bwasmbuild\.CacheDir(/plugintest.CacheDir(/g')
+  sed -e '' ${old[@]+"${old[@]}"} "$chain" >"$base_dir/$chain"
   local i tree
   for i in $(seq 1 "$count"); do
     for tree in base new; do

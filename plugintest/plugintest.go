@@ -18,18 +18,11 @@ package plugintest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/plugin"
+	"github.com/wasmlet/wasmlet/internal/wasmbuild"
 )
 
 // Plugin is a plugin loaded through the real host, closed when the test ends.
@@ -114,18 +107,7 @@ func (p *Plugin) Hook(req abi.HookRequest) (abi.HookResponse, error) {
 // CacheDir is where plugintest keeps built modules and wazero's compilation
 // cache: $WASMLET_SDKTEST_CACHE, else wasmlet/sdktest in the user cache
 // directory.
-func CacheDir() string {
-	if d := os.Getenv("WASMLET_SDKTEST_CACHE"); d != "" {
-		return d
-	}
-	d, err := os.UserCacheDir()
-	if err != nil {
-		d = os.TempDir()
-	}
-	return filepath.Join(d, "wasmlet", "sdktest")
-}
-
-var buildMu sync.Mutex
+func CacheDir() string { return wasmbuild.CacheDir() }
 
 // Build compiles the Go plugin package in dir for wasip1 (-buildmode=c-shared),
 // in the module that holds dir, and returns the .wasm's path. The output lives in CacheDir, so when nothing
@@ -141,42 +123,4 @@ func Build(tb testing.TB, dir string) string {
 }
 
 // BuildGo is Build without a testing.TB, for benchmarks' setup and tools.
-func BuildGo(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256([]byte(abs))
-	out := filepath.Join(CacheDir(), "build", hex.EncodeToString(sum[:8]), filepath.Base(abs)+".wasm")
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return "", err
-	}
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	cmd := exec.Command(goTool(), "build", "-buildmode=c-shared", "-trimpath", "-o", out, ".")
-	cmd.Dir = abs
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return "", errors.New("build " + dir + " for wasip1: " + strings.TrimSpace(string(msg)))
-		}
-		return "", err
-	}
-	return out, nil
-}
-
-// goTool is the go command of the running toolchain when there is one.
-func goTool() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			return p
-		}
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
+func BuildGo(dir string) (string, error) { return wasmbuild.Go(dir) }

@@ -30,7 +30,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/extension"
 	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
-	"github.com/wasmlet/wasmlet/plugintest"
+	"github.com/wasmlet/wasmlet/internal/wasmbuild"
 )
 
 // policies and the config under which the 4 KB pod passes all four (the
@@ -74,7 +74,7 @@ const pluginsDir = "../../../../plugins"
 func loadPolicies(tb testing.TB, list []policy, deadline pluginhost.DeadlineMode) *pluginhost.Manager {
 	dir := tb.TempDir()
 	for _, p := range list {
-		wasm, err := plugintest.BuildGo(filepath.Join(pluginsDir, p.dir))
+		wasm, err := wasmbuild.Go(filepath.Join(pluginsDir, p.dir))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func loadPolicies(tb testing.TB, list []policy, deadline pluginhost.DeadlineMode
 			tb.Fatal(err)
 		}
 	}
-	m, err := pluginhost.NewManager(pluginhost.Config{Dir: dir, CacheDir: plugintest.CacheDir(), Deadline: deadline})
+	m, err := pluginhost.NewManager(pluginhost.Config{Dir: dir, CacheDir: wasmbuild.CacheDir(), Deadline: deadline})
 	if err != nil {
 		tb.Fatal(err)
 	}
