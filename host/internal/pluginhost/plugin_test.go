@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,15 +249,29 @@ func TestPlugin_Recycle(t *testing.T) {
 }
 
 // TestPlugin_PoolWait checks that a call waiting for a busy instance gives up
-// with its context.
+// with its context. The busy call holds the only instance from inside its
+// node_info import until the waiting call has given up, then spins until its
+// own deadline stops it.
 func TestPlugin_PoolWait(t *testing.T) {
-	p := load(t, "testdata/wat/loop.wasm", Config{PoolSize: 1, Timeout: 300 * time.Millisecond})
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	p := load(t, "testdata/wat/held.wasm", Config{PoolSize: 1, Timeout: 300 * time.Millisecond,
+		NodeInfo: func(ctx context.Context) (abi.NodeInfo, error) {
+			once.Do(func() { close(held) })
+			select { // a second instance (a pool not bounded) waits no longer than its call
+			case <-release:
+			case <-ctx.Done():
+			}
+			return abi.NodeInfo{}, nil
+		}})
 	spun := make(chan error)
-	go func() { _, err := p.Admit(context.Background(), admitReq(`{}`)); spun <- err }() // holds the only instance
-	time.Sleep(50 * time.Millisecond)
+	go func() { _, err := p.Admit(context.Background(), admitReq(`{}`)); spun <- err }()
+	<-held
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := p.Admit(ctx, admitReq(`{}`)); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "waiting for an instance") {
+	_, err := p.Admit(ctx, admitReq(`{}`))
+	close(release)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "waiting for an instance") {
 		t.Fatalf("Admit = %v, want a context deadline while waiting for an instance", err)
 	}
 	if err := <-spun; !errors.Is(err, ErrTimeout) {
