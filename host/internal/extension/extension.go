@@ -76,6 +76,7 @@ type Extension struct {
 
 	mu      sync.Mutex
 	polling map[string]bool // source plugins with a poller
+	changed chan struct{}   // the Manager's set changed since Run last looked
 }
 
 // New returns the Extension of cfg, registering its metrics.
@@ -90,7 +91,7 @@ func New(cfg Config) (*Extension, error) {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	e := &Extension{
-		cfg: cfg, mgr: cfg.Manager, log: cfg.Logger, polling: map[string]bool{},
+		cfg: cfg, mgr: cfg.Manager, log: cfg.Logger, polling: map[string]bool{}, changed: make(chan struct{}, 1),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wasmlet_plugin_failures_total",
 			Help: "Failed plugin calls by plugin, kind and the policy applied (fail, ignore, keep: a source keeps its last good state).",
@@ -103,22 +104,23 @@ func New(cfg Config) (*Extension, error) {
 			}
 		}
 	}
+	// Before Run lists the source plugins for the first time, so that no
+	// plugin loaded after that listing goes unseen.
+	cfg.Manager.OnChange(func() {
+		select {
+		case e.changed <- struct{}{}:
+		default:
+		}
+	})
 	return e, nil
 }
 
 // Run starts a poller for every source plugin that appears after start (a
-// plugin dropped into the directory later) until ctx is done. The Manager
-// itself is run by its owner.
+// plugin dropped into the directory later) until ctx is done: it looks at
+// the Manager's source plugins once, then again after each change of the
+// Manager's set (New registered for them). The Manager itself is run by its
+// owner.
 func (e *Extension) Run(ctx context.Context) error {
-	changed := make(chan struct{}, 1)
-	e.mgr.OnChange(func() {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	})
-	tick := time.NewTicker(10 * time.Second)
-	defer tick.Stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -139,8 +141,7 @@ func (e *Extension) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-changed:
-		case <-tick.C:
+		case <-e.changed:
 		}
 	}
 }

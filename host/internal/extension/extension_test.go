@@ -300,30 +300,49 @@ func TestExtension_Sources(t *testing.T) {
 	}
 }
 
+// TestExtension_Run checks that a source plugin loaded while Run runs is
+// polled. The late plugin is loaded only once Run has listed the source
+// plugins (its first poller, early's, has sent an update), so only the
+// Manager's change notice can bring it to Run: the test fails if Run does
+// not hear of changes, or hears of them only after they happened.
 func TestExtension_Run(t *testing.T) {
-	dir := t.TempDir()
-	got := make(chan string, 10)
-	e, _ := setup(t, dir, func(_ context.Context, source string, u config.PodUpdate) error {
-		got <- source + ":" + string(u.Op)
-		return nil
-	})
-	if len(e.Sources()) != 0 {
+	if e, _ := setup(t, t.TempDir(), nil); len(e.Sources()) != 0 {
 		t.Fatal("sources in an empty directory")
 	}
+	dir := t.TempDir()
+	install(t, dir, "early", "src.wasm", []abi.Kind{abi.KindSource}, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	got := make(chan string)
+	e, _ := setup(t, dir, func(ctx context.Context, source string, u config.PodUpdate) error {
+		select {
+		case got <- source + ":" + string(u.Op):
+		case <-ctx.Done():
+		}
+		return nil
+	})
 	go e.Run(ctx)
-	time.Sleep(50 * time.Millisecond) // Run registers its OnChange first
+	wait := func(want string) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case s := <-got:
+				if s == want {
+					return
+				}
+				if !strings.HasPrefix(s, "early:") {
+					t.Fatalf("merged %q, want %q", s, want)
+				}
+			case <-timeout:
+				t.Fatalf("no %s after 10 s", want)
+			}
+		}
+	}
+	wait("early:SET")
 	install(t, dir, "late", "src.wasm", []abi.Kind{abi.KindSource}, "")
 	e.mgr.Scan(context.Background())
-	select {
-	case s := <-got:
-		if s != "late:SET" {
-			t.Fatalf("merged %q, want late:SET", s)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a source plugin loaded after start was not polled")
-	}
+	wait("late:SET")
 }
 
 func TestExtension_Handler(t *testing.T) {
