@@ -21,9 +21,10 @@ import (
 // engine owns the wazero runtimes of one host (one per deadline mode that is
 // in use, all sharing one compilation cache) and the host module.
 type engine struct {
-	cfg   Config
-	cache wazero.CompilationCache
-	meter meter.Config // rewrites modules (cached in CacheDir); its tick stops calls
+	cfg       Config
+	cache     wazero.CompilationCache
+	meter     meter.Config // rewrites modules (cached in CacheDir); its tick stops calls
+	compiling compiling
 
 	mu       sync.Mutex
 	runtimes map[bool]wazero.Runtime // key: WithCloseOnContextDone
@@ -163,7 +164,7 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 		return nil, fmt.Errorf("plugin %q: %w", name, err)
 	}
 	p.rt = r
-	compiled, err := r.CompileModule(ctx, wasm)
+	compiled, err := e.compile(ctx, r, wasm, src.sha256, mode)
 	if err != nil {
 		return nil, pluginError(name, ErrCompile, "%s: %v", src.wasmPath, err)
 	}

@@ -58,7 +58,7 @@ func (e *engine) loadExtism(ctx context.Context, src *source, overrides map[stri
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", name, err)
 	}
-	probe, err := r.CompileModule(ctx, src.wasm)
+	probe, err := e.compile(ctx, r, src.wasm, src.sha256, DeadlineCloseOnDone)
 	if err != nil {
 		return nil, pluginError(name, ErrCompile, "%s: %v", src.wasmPath, err)
 	}
@@ -111,6 +111,8 @@ func (e *engine) loadExtism(ctx context.Context, src *source, overrides map[stri
 	tick.SetNamespace(meter.ImportModule)
 	rc := wazero.NewRuntimeConfigCompiler().WithCompilationCache(e.cache)
 	compile := func(ctx context.Context) (*extism.CompiledPlugin, error) {
+		defer e.compiling.lock(extismKey)()
+		defer e.compiling.lock(moduleKey(src.sha256, mode))()
 		cp, err := extism.NewCompiledPlugin(ctx, man, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, []extism.HostFunction{tick})
 		if err != nil {
 			return nil, pluginError(name, ErrCompile, "%s (extism): %v", src.wasmPath, err)

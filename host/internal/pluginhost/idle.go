@@ -45,7 +45,7 @@ func (p *Plugin) recompile(ctx context.Context) (wazero.CompiledModule, error) {
 			return nil, pluginError(name, ErrCompile, "reload %s: %v", path, err)
 		}
 	}
-	compiled, err := p.rt.CompileModule(ctx, wasm)
+	compiled, err := p.e.compile(ctx, p.rt, wasm, p.src.sha256, p.deadline)
 	if err != nil {
 		return nil, pluginError(name, ErrCompile, "reload %s: %v", path, err)
 	}

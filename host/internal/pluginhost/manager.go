@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -60,6 +61,9 @@ type Info struct {
 type Manager struct {
 	cfg Config
 	e   *engine
+	// loaders bounds the files a scan loads at once: GOMAXPROCS, as
+	// compiling a module with a cold cache is seconds of one core's work.
+	loaders int
 
 	mu      sync.RWMutex
 	entries map[string]*entry // by Path
@@ -87,7 +91,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{cfg: cfg, e: e, entries: map[string]*entry{}}
+	m := &Manager{cfg: cfg, e: e, loaders: runtime.GOMAXPROCS(0), entries: map[string]*entry{}}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(&collector{m: m}); err != nil {
 			return nil, fmt.Errorf("plugin manager: register metrics: %w", err)
@@ -160,8 +164,9 @@ func (m *Manager) Close(ctx context.Context) {
 
 // Scan brings the loaded set in line with the directory once: new files
 // load, changed files reload (a failing new version is refused and the
-// previous one keeps serving), removed files unload. Errors are logged
-// naming the file and kept in Plugins().
+// previous one keeps serving), removed files unload. Files load
+// GOMAXPROCS at a time. Errors are logged naming the file and kept in
+// Plugins().
 func (m *Manager) Scan(ctx context.Context) {
 	m.scanMu.Lock()
 	defer m.scanMu.Unlock()
@@ -190,8 +195,11 @@ func (m *Manager) Scan(ctx context.Context) {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	for _, path := range paths {
-		if m.scanOne(ctx, path, found[path]) {
+	// The files load in parallel and are installed in path order, as if
+	// they had loaded one after another: of two new files naming the same
+	// plugin, the first serves.
+	for _, a := range m.loadAll(ctx, paths, found) {
+		if m.install(ctx, a) {
 			changed = true
 		}
 	}
@@ -239,22 +247,66 @@ func (m *Manager) Enforced() string {
 // scanOne (re)loads one file when its stamp changed (an empty stamp: load
 // again whatever the stamp); it reports whether the serving plugin changed.
 func (m *Manager) scanOne(ctx context.Context, path, stamp string) bool {
+	return m.install(ctx, m.load(ctx, path, stamp))
+}
+
+// attempt is one file's load in a scan, not yet installed.
+type attempt struct {
+	path, stamp string
+	unchanged   bool // the stamp is the last attempt's: nothing was loaded
+	p           *Plugin
+	err         error
+}
+
+// load loads path when its stamp changed (an empty stamp: whatever the
+// stamp). Errors name the file.
+func (m *Manager) load(ctx context.Context, path, stamp string) attempt {
 	m.mu.RLock()
 	old := m.entries[path]
 	m.mu.RUnlock()
 	if stamp == "" && old != nil {
 		stamp = old.stamp
 	} else if old != nil && old.stamp == stamp {
+		return attempt{path: path, stamp: stamp, unchanged: true}
+	}
+	a := attempt{path: path, stamp: stamp}
+	if strings.HasSuffix(path, abi.ManifestSuffix) {
+		a.p, a.err = m.e.load(ctx, path, nil)
+	} else {
+		a.err = errNoManifest(path)
+	}
+	return a
+}
+
+// loadAll loads paths (their stamps in stamps), at most m.loaders at once;
+// the attempts are in the order of paths. A file that fails does not stop
+// the others.
+func (m *Manager) loadAll(ctx context.Context, paths []string, stamps map[string]string) []attempt {
+	out := make([]attempt, len(paths))
+	busy := make(chan struct{}, max(m.loaders, 1))
+	var wg sync.WaitGroup
+	for i, path := range paths {
+		busy <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-busy }()
+			out[i] = m.load(ctx, path, stamps[path])
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// install makes a loaded file's plugin serve, or records why it does not
+// (its load failed, or another file serves its name); it reports whether
+// the serving plugin changed.
+func (m *Manager) install(ctx context.Context, a attempt) bool {
+	if a.unchanged {
 		return false
 	}
-	var p *Plugin
-	var err error
+	path, p, err := a.path, a.p, a.err
 	var name string // the plugin name refused for being in use
-	if strings.HasSuffix(path, abi.ManifestSuffix) {
-		p, err = m.e.load(ctx, path, nil)
-	} else {
-		err = errNoManifest(path)
-	}
 	if err == nil {
 		if other := m.byName(p.Name(), path); other != "" {
 			p.Close(ctx)
@@ -269,7 +321,7 @@ func (m *Manager) scanOne(ctx context.Context, path, stamp string) bool {
 		e = &entry{path: path}
 		m.entries[path] = e
 	}
-	e.stamp = stamp
+	e.stamp = a.stamp
 	e.name = name
 	if err != nil {
 		e.err = err

@@ -135,6 +135,54 @@ func TestManager_Refusals(t *testing.T) {
 	}
 }
 
+// TestManager_Scan_parallel loads a directory several files at a time: every
+// good file serves, a bad one fails naming its file without stopping the
+// others, and of two files naming one plugin the first by path serves, as in
+// a scan that loads one file after another. The files share one module,
+// read from a warm file compilation cache, whose loads must not meet: wazero
+// would hand one of them a module not yet ready to instantiate (under -race,
+// a data race within a few rounds).
+func TestManager_Scan_parallel(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	var good []string
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		good = append(good, writePlugin(t, dir, n, "testdata/wat/ok.wasm", "1", ""))
+	}
+	broken := writePlugin(t, dir, "broken", "testdata/bad.wasm", "1", "")
+	mf, _ := os.ReadFile(filepath.Join(dir, "d.plugin.yaml"))
+	twin := filepath.Join(dir, "d2.plugin.yaml") // after d.plugin.yaml by path
+	os.WriteFile(twin, append(mf, "wasm: d.wasm\n"...), 0o644)
+	for round := range 20 {
+		m, err := NewManager(Config{Dir: dir, CacheDir: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.loaders = 4
+		m.Scan(context.Background())
+		for _, path := range good {
+			if in, _ := info(m, path); in.State != StateLoaded || in.Error != "" {
+				t.Errorf("round %d: %s: %+v, want loaded", round, path, in)
+			}
+		}
+		if in, _ := info(m, broken); in.State != StateFailed || !strings.Contains(in.Error, "compile error") || !strings.Contains(in.Error, "broken.wasm") {
+			t.Errorf("round %d: broken: %+v, want a compile error naming broken.wasm", round, in)
+		}
+		if in, _ := info(m, twin); in.State != StateFailed || !strings.Contains(in.Error, "name already used by "+filepath.Join(dir, "d.plugin.yaml")) {
+			t.Errorf("round %d: d2: %+v, want refused, d.plugin.yaml serving the name", round, in)
+		}
+		if p := m.Get("d"); p == nil || p.Path() != filepath.Join(dir, "d.plugin.yaml") {
+			t.Errorf("round %d: plugin d served by %v, want d.plugin.yaml", round, p)
+		}
+		if n := len(m.Admitters()); n != len(good) {
+			t.Errorf("round %d: %d admission plugins, want %d", round, n, len(good))
+		}
+		m.Close(context.Background())
+		if t.Failed() {
+			return
+		}
+	}
+}
+
 func names(ps []*Plugin) []string {
 	var out []string
 	for _, p := range ps {
