@@ -2,12 +2,14 @@
 # What the example plugin directory costs the agent, measured side by side for
 # this tree and a baseline commit in one run:
 #
-#   hack/plugin-costs.sh [memory] [bench]        (both without arguments)
+#   hack/plugin-costs.sh [memory] [bench] [start]   (memory and bench without
+#                                                   arguments)
 #
 #   BASE=<commit>     the baseline (default main), checked out into a temporary
 #                     worktree and built there; BASE_DIR=<dir> uses a checkout
 #                     that is already built (make build plugins) instead
-#   COUNT=<n>         benchmark repetitions per tree, interleaved (default 3)
+#   COUNT=<n>         benchmark and start repetitions per tree, interleaved
+#                     (default 3)
 #
 # memory: for each tree, `wasmlet run` as `make run` runs it (embedded WASI
 # runtime, examples/manifests, the tree's own build/plugins), on a port of its
@@ -31,6 +33,11 @@
 # same code), the Go-SDK deny-privileged call (plugintest/shipped) and the
 # host's empty call (host/internal/pluginhost; host/plugin in a baseline from
 # before the plugin host moved there).
+#
+# start: the cold start alone, COUNT times per tree in turns (the baseline
+# first in odd rounds): seconds from exec to the demo pod Running with the
+# tree's build/plugins and an empty compilation cache, as memory's first
+# figure.
 #
 # Take the heavy-job lock around it on a shared machine. Output: one line per
 # figure, "FIGURE <tree> <name> <value>", then the benchmark lines.
@@ -57,6 +64,7 @@ if [ -z "$base_dir" ]; then
   (cd "$base_dir" && nice make build plugins >/dev/null)
 fi
 [[ " $what " == *" memory "* ]] && nice make build plugins >/dev/null
+[[ " $what " == *" start "* ]] && nice make build >/dev/null && nice ./hack/build-plugins.sh build/plugins >/dev/null
 echo "trees: base $(git -C "$base_dir" rev-parse --short HEAD) ($base_dir), new $(git rev-parse --short HEAD)$( [ -n "$(git status --porcelain)" ] && echo ' +changes')"
 
 figure() { echo "FIGURE $1 $2 $3"; }
@@ -200,6 +208,18 @@ memory() {
   figure "$label" MB-per-extra-c-plugin "$(echo "scale=1; ($r - $plain) / 4" | bc)"
 }
 
+# coldstart LABEL TREE PORT ROUND: the seconds from exec to the demo pod
+# Running, with TREE's build/plugins and an empty compilation cache.
+coldstart() {
+  local label=$1 tree=$2 port=$3 d=$work/start-$1-$4
+  mkdir -p "$d/manifests"
+  cp "$root/examples/manifests/hello.yaml" "$d/manifests/"
+  start "$tree" "$d" "$tree/build/plugins" "$d/manifests" "$port"
+  figure "$label" cold-start-s "$(running "$port" hello)"
+  stop
+  rm -rf "$d"
+}
+
 # hostpkg TREE: the plugin host's package in TREE.
 hostpkg() {
   if [ -d "$1/host/internal/pluginhost" ]; then echo ./host/internal/pluginhost/; else echo ./host/plugin/; fi
@@ -238,4 +258,14 @@ if [[ " $what " == *" memory "* ]]; then
 fi
 if [[ " $what " == *" bench "* ]]; then
   bench
+fi
+if [[ " $what " == *" start "* ]]; then
+  for i in $(seq 1 "$count"); do
+    for tree in base new; do
+      [ $((i % 2)) = 0 ] && tree=$([ $tree = base ] && echo new || echo base)
+      dir=$root
+      [ $tree = base ] && dir=$base_dir
+      coldstart "$tree" "$dir" 21713 "$i"
+    done
+  done
 fi
