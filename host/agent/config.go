@@ -51,8 +51,7 @@ type Config struct {
 	PluginDir string
 	// PluginIdleTimeout: a plugin not called for this long gives back its
 	// instances and compiled code, reloaded from the compilation cache on
-	// its next call (pluginhost.Config.IdleTimeout); zero keeps every plugin
-	// loaded. Defaults sets pluginhost.DefaultIdleTimeout.
+	// its next call; zero keeps every plugin loaded. Defaults sets 10 s.
 	PluginIdleTimeout time.Duration
 	// RuntimeEndpoint is the CRI endpoint (e.g. unix:///run/containerd/containerd.sock);
 	// empty starts the embedded WASI runtime in-process.
