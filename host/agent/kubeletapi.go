@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wasmlet/wasmlet/host/internal/certificate"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/kubeletapi"
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 // servesKubeletAPI reports whether the kubelet API is served: a port is
@@ -100,7 +100,7 @@ func (a *Agent) runningPods(ctx context.Context) ([]v1.Pod, error) {
 	for _, p := range pods {
 		vp := v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID}}
 		for _, o := range p.Objects {
-			if !o.Sandbox && o.State == runtime.StateRunning {
+			if !o.Sandbox && o.State == container.StateRunning {
 				vp.Spec.Containers = append(vp.Spec.Containers, v1.Container{Name: o.Name})
 			}
 		}

@@ -9,8 +9,8 @@ import (
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/extension"
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/host/plugin"
 )
 
@@ -95,7 +95,7 @@ func (p *plugins) start(spawn func(string, func(context.Context) error)) {
 }
 
 // hooks are the runtime's hooks: the hook plugins, or none.
-func (p *plugins) hooks() runtime.Hooks {
+func (p *plugins) hooks() container.Hooks {
 	if p == nil {
 		return nil
 	}

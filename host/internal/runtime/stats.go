@@ -5,38 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// RuntimeStats is the runtime's side of the node's stats summary: the
-// managed sandboxes and containers with the CRI stats the runtime keeps.
-type RuntimeStats struct {
-	// Sandboxes are the managed pod sandboxes (ready or not).
-	Sandboxes []*runtimeapi.PodSandbox
-	// Containers are the managed containers (running or not).
-	Containers []*runtimeapi.Container
-	// ContainerStats are the running managed containers' stats, by
-	// container ID; empty when the runtime keeps none (the embedded WASI
-	// runtime).
-	ContainerStats map[string]*runtimeapi.ContainerStats
-	// SandboxStats are the sandboxes' stats, by sandbox ID; nil when the
-	// runtime does not answer ListPodSandboxStats (containerd 1.6 fails it
-	// for a sandbox without a cgroup of its own; the embedded runtime does
-	// not implement it), and then pods are summed from their containers.
-	SandboxStats map[string]*runtimeapi.PodSandboxStats
-	// SandboxStatsErr is why SandboxStats is nil, if the runtime said.
-	SandboxStatsErr error
-}
-
 // Stats lists the managed sandboxes and containers and their CRI stats. A
 // runtime that does not implement ListContainerStats (gRPC Unimplemented)
 // leaves ContainerStats empty, any other error of it fails the call; an
 // error of ListPodSandboxStats leaves SandboxStats nil.
-func (m *Manager) Stats(ctx context.Context) (*RuntimeStats, error) {
+func (m *Manager) Stats(ctx context.Context) (*container.RuntimeStats, error) {
 	sel := map[string]string{LabelManaged: "true"}
-	var s RuntimeStats
+	var s container.RuntimeStats
 	var err error
 	if s.Sandboxes, err = m.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel}); err != nil {
 		return nil, fmt.Errorf("runtime: list sandboxes: %w", err)
