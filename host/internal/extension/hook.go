@@ -10,6 +10,7 @@ import (
 
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/container"
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 	"github.com/wasmlet/wasmlet/host/plugin"
 )
 
@@ -34,7 +35,7 @@ func (e *Extension) Hook(ctx context.Context, point container.HookPoint, pod *v1
 	req := &abi.HookRequest{Point: ap}
 	var err error
 	if req.Pod, err = json.Marshal(pod); err != nil {
-		return nil, fmt.Errorf("%s hook: encode pod %s: %w", point, podName(pod), err)
+		return nil, fmt.Errorf("%s hook: encode pod %s: %w", point, podspec.Name(pod), err)
 	}
 	if c != nil {
 		if req.Container, err = json.Marshal(c); err != nil {
@@ -46,7 +47,7 @@ func (e *Extension) Hook(ctx context.Context, point container.HookPoint, pod *v1
 	for _, p := range ps {
 		p, resp, err := retryClosed(e, p, func(p *plugin.Plugin) (*abi.HookResponse, error) { return p.Hook(ctx, req) })
 		if err != nil {
-			what := string(point) + " " + podName(pod)
+			what := string(point) + " " + podspec.Name(pod)
 			if c != nil {
 				what += " container " + c.Name
 			}

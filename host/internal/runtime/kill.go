@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wasmlet/wasmlet/host/internal/container"
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -40,7 +41,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		}
 		var spec *v1.Container
 		if pod != nil {
-			spec = findSpec(pod, cs.Name)
+			spec = podspec.FindContainer(pod, cs.Name)
 		}
 		stopped = true
 		wg.Add(1)
@@ -72,26 +73,6 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *container.Po
 	if stopped && pod != nil && m.cfg.Hooks != nil {
 		if _, err := m.cfg.Hooks.Hook(ctx, container.HookPodTerminated, pod, nil); err != nil {
 			m.log.Warn("PodTerminated hook", "pod", pod.Namespace+"/"+pod.Name, "error", err)
-		}
-	}
-	return nil
-}
-
-func findSpec(pod *v1.Pod, name string) *v1.Container {
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		if pod.Spec.EphemeralContainers[i].Name == name {
-			c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-			return &c
 		}
 	}
 	return nil

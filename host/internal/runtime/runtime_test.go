@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wasmlet/wasmlet/host/internal/container"
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -100,7 +101,7 @@ func TestManager_SyncPod_StartsSandboxAndContainers(t *testing.T) {
 		t.Fatalf("containers = %d, want 2", len(st.Containers))
 	}
 	for _, c := range st.Containers {
-		if c.State != container.StateRunning || c.RestartCount != 0 || c.Hash != HashContainer(findSpec(pod, c.Name)) {
+		if c.State != container.StateRunning || c.RestartCount != 0 || c.Hash != HashContainer(podspec.FindContainer(pod, c.Name)) {
 			t.Errorf("container %s = %+v", c.Name, c)
 		}
 	}
@@ -112,7 +113,7 @@ func TestManager_SyncPod_StartsSandboxAndContainers(t *testing.T) {
 				t.Errorf("label %s = %q, want %q", k, c.Labels[k], want)
 			}
 		}
-		if c.Annotations[AnnotationRestartCount] != "0" || c.Annotations[AnnotationContainerHash] != HashContainer(findSpec(pod, c.Metadata.Name)) || c.Annotations[AnnotationTerminationMessagePath] != "/dev/termination-log" {
+		if c.Annotations[AnnotationRestartCount] != "0" || c.Annotations[AnnotationContainerHash] != HashContainer(podspec.FindContainer(pod, c.Metadata.Name)) || c.Annotations[AnnotationTerminationMessagePath] != "/dev/termination-log" {
 			t.Errorf("annotations = %v", c.Annotations)
 		}
 	}
