@@ -17,8 +17,8 @@ type RuntimeStats struct {
 	ContainerStats map[string]*runtimeapi.ContainerStats
 	// SandboxStats are the sandboxes' stats, by sandbox ID; nil when the
 	// runtime does not answer ListPodSandboxStats (containerd 1.6 fails it
-	// for a sandbox without a cgroup of its own; the embedded runtime does
-	// not implement it), and then pods are summed from their containers.
+	// for a sandbox without a cgroup of its own), and then pods are summed
+	// from their containers.
 	SandboxStats map[string]*runtimeapi.PodSandboxStats
 	// SandboxStatsErr is why SandboxStats is nil, if the runtime said.
 	SandboxStatsErr error

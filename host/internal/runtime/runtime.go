@@ -139,11 +139,16 @@ type Manager struct {
 	reasons map[reasonKey]reason // last start failure per container
 
 	// fsSlots bounds the goroutines blocked in pod-directory syscalls
-	// (each holds an OS thread); a mkdir costs ~4 ms of wall time on
-	// this project's VMs, so the bound is generous.
+	// (each holds an OS thread); a mkdir can take milliseconds of wall
+	// time on a busy node, so the bound is generous.
 	fsSlots chan struct{}
 
 	startedFn atomic.Pointer[func(c *v1.Container, containerID string) bool]
+
+	// lacks holds the stats calls the runtime answered Unimplemented:
+	// they are not asked again (the CRI client logs every failed call
+	// as an error) and the agent says so once.
+	lacks sync.Map // call name → struct{}
 
 	netMu      sync.Mutex
 	netChecked time.Time // when netErr was last read from the runtime

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/wasmlet/wasmlet/host/internal/container"
@@ -14,7 +15,8 @@ import (
 // Stats lists the managed sandboxes and containers and their CRI stats. A
 // runtime that does not implement ListContainerStats (gRPC Unimplemented)
 // leaves ContainerStats empty, any other error of it fails the call; an
-// error of ListPodSandboxStats leaves SandboxStats nil.
+// error of ListPodSandboxStats leaves SandboxStats nil. A stats call the
+// runtime answered Unimplemented once is not asked again.
 func (m *Manager) Stats(ctx context.Context) (*container.RuntimeStats, error) {
 	sel := map[string]string{LabelManaged: "true"}
 	var s container.RuntimeStats
@@ -25,9 +27,12 @@ func (m *Manager) Stats(ctx context.Context) (*container.RuntimeStats, error) {
 	if s.Containers, err = m.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel}); err != nil {
 		return nil, fmt.Errorf("runtime: list containers: %w", err)
 	}
-	cs, err := m.rs.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: sel})
-	if err != nil && grpcstatus.Code(err) != codes.Unimplemented {
-		return nil, fmt.Errorf("runtime: container stats: %w", err)
+	var cs []*runtimeapi.ContainerStats
+	if !m.lacking("ListContainerStats") {
+		cs, err = m.rs.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: sel})
+		if err != nil && !m.unimplemented("ListContainerStats", err) {
+			return nil, fmt.Errorf("runtime: container stats: %w", err)
+		}
 	}
 	s.ContainerStats = make(map[string]*runtimeapi.ContainerStats, len(cs))
 	for _, c := range cs {
@@ -35,8 +40,13 @@ func (m *Manager) Stats(ctx context.Context) (*container.RuntimeStats, error) {
 			s.ContainerStats[c.Attributes.Id] = c
 		}
 	}
+	if m.lacking("ListPodSandboxStats") {
+		s.SandboxStatsErr = errors.New("runtime: sandbox stats: the runtime does not implement ListPodSandboxStats")
+		return &s, nil
+	}
 	ss, err := m.rs.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{LabelSelector: sel})
 	if err != nil {
+		m.unimplemented("ListPodSandboxStats", err)
 		s.SandboxStatsErr = fmt.Errorf("runtime: sandbox stats: %w", err)
 	} else {
 		s.SandboxStats = make(map[string]*runtimeapi.PodSandboxStats, len(ss))
@@ -47,6 +57,24 @@ func (m *Manager) Stats(ctx context.Context) (*container.RuntimeStats, error) {
 		}
 	}
 	return &s, nil
+}
+
+// lacking reports whether the runtime answered call Unimplemented before.
+func (m *Manager) lacking(call string) bool {
+	_, ok := m.lacks.Load(call)
+	return ok
+}
+
+// unimplemented reports whether err is the runtime's Unimplemented; the
+// first time for call, it remembers and logs it once, at info level.
+func (m *Manager) unimplemented(call string, err error) bool {
+	if grpcstatus.Code(err) != codes.Unimplemented {
+		return false
+	}
+	if _, seen := m.lacks.LoadOrStore(call, struct{}{}); !seen {
+		m.log.Info("the runtime does not implement a stats call; it is not asked again", "call", call, "runtime", m.name, "error", grpcstatus.Convert(err).Message())
+	}
+	return true
 }
 
 // SandboxPID is the process ID of a sandbox's pause process, from the
