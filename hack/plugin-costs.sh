@@ -31,7 +31,7 @@
 # same code), the Go-SDK deny-privileged call (plugintest/shipped) and the
 # host's empty call (host/plugin).
 #
-# Take the heavy-job lock around it on a shared machine. Output: one line per
+# It is a heavy job: run nothing else heavy beside it. Output: one line per
 # figure, "FIGURE <tree> <name> <value>", then the benchmark lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."
