@@ -29,7 +29,7 @@ func (a *Agent) newPlugins() (*plugins, error) {
 	if a.cfg.PluginDir == "" {
 		return nil, nil
 	}
-	idle := a.cfg.PluginIdleTimeout
+	idle := a.cfg.PluginIdleTimeout.Duration
 	if idle == 0 {
 		idle = -1 // plugin.Config: negative keeps plugins loaded
 	}
