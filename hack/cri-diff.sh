@@ -64,26 +64,9 @@ record() {
 mkdir -p "$base/kubelet/manifests" "$base/wasmlet/manifests"
 cp "$pods"/*.yaml "$base/kubelet/manifests/"
 cp "$pods"/*.yaml "$base/wasmlet/manifests/"
-cat >"$base/kubelet/kubelet.yaml" <<KC
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-containerRuntimeEndpoint: unix://$base/proxy.sock
-staticPodPath: $base/kubelet/manifests
-failCgroupV1: false
-cgroupDriver: cgroupfs
-oomScoreAdj: 0
-failSwapOn: false
-makeIPTablesUtilChains: false
-evictionHard: {memory.available: "1Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
-authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
-authorization: {mode: AlwaysAllow}
-readOnlyPort: 0
-port: 0
-healthzPort: 0
-clusterDomain: cluster.local
-clusterDNS: [10.96.0.10]
-podLogsDir: $base/kubelet/logs
-KC
+kubelet_config containerRuntimeEndpoint="unix://$base/proxy.sock" staticPodPath="$base/kubelet/manifests" \
+  anonymousEnabled=true webhookEnabled=false authorizationMode=AlwaysAllow readOnlyPort=0 port=0 healthzPort=0 \
+  clusterDomain=cluster.local clusterDNS=10.96.0.10 podLogsDir="$base/kubelet/logs" >"$base/kubelet/kubelet.yaml"
 log "recording the kubelet"
 record kubelet "$kubelet" --config "$base/kubelet/kubelet.yaml" --hostname-override cridiff \
   --root-dir "$base/kubelet/root" --cert-dir "$base/kubelet/pki"

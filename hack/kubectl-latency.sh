@@ -5,7 +5,7 @@
 # one node at a time so that they never share the machine's cgroups):
 # ROUNDS (default 20) of each command, the median, min and max printed.
 #
-#   hack/kubectl-latency.sh       (run it under the heavy-job lock)
+#   hack/kubectl-latency.sh       (a heavy job: run nothing else heavy beside it)
 #
 # The control plane is hack/apiserver/cluster.sh's (etcd, kube-apiserver,
 # kube-controller-manager's ServiceAccount controllers), the binaries

@@ -39,7 +39,7 @@
 # tree's build/plugins and an empty compilation cache, as memory's first
 # figure.
 #
-# Take the heavy-job lock around it on a shared machine. Output: one line per
+# It is a heavy job: run nothing else heavy beside it. Output: one line per
 # figure, "FIGURE <tree> <name> <value>", then the benchmark lines.
 set -euo pipefail
 cd "$(dirname "$0")/.."

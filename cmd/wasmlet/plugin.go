@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -133,7 +135,7 @@ func inspect(path string, w io.Writer) error {
 		}
 	}
 	fmt.Fprintln(w, "exports:")
-	for _, name := range sortedKeys(exports) {
+	for _, name := range slices.Sorted(maps.Keys(exports)) {
 		fmt.Fprintf(w, "  %-28s func%s\n", name, signature(exports[name]))
 	}
 	for name, m := range mod.ExportedMemories() {
@@ -216,15 +218,6 @@ func maxPages(m api.MemoryDefinition) string {
 		return fmt.Sprintf(", max %d", max)
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func orNone(s []string) string {

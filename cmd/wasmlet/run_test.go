@@ -9,14 +9,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cri-client/pkg/fake"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
 
-	"github.com/wasmlet/wasmlet/host/agent"
+	"github.com/wasmlet/wasmlet/host/apis/config/v1alpha1"
 	"github.com/wasmlet/wasmlet/internal/syncbuf"
 )
 
@@ -29,44 +33,12 @@ func writeFile(t *testing.T, dir, name, content string) string {
 	return p
 }
 
+// dur is a metav1.Duration for the tests' literals.
+func dur(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
+
 func TestLoadRunConfig(t *testing.T) {
 	dir := t.TempDir()
-	full := writeFile(t, dir, "full.yaml", `kind: WasmletConfiguration
-apiVersion: wasmlet.io/v1alpha1
-nodeName: Node-A
-staticPodPath: /etc/wasmlet/manifests
-fileCheckFrequency: 5s
-pluginDir: /etc/wasmlet/plugins
-podObjectsDir: /etc/wasmlet/objects
-port: 10251
-clientCAFile: /etc/wasmlet/ca.crt
-authorizationMode: Webhook
-containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
-imageServiceEndpoint: unix:///run/images.sock
-runtimeRequestTimeout: 30s
-rootDir: /srv/wasmlet
-podLogsDir: /srv/logs
-syncFrequency: 30s
-housekeepingInterval: 3s
-containerGCPeriod: 90s
-plegRelistPeriod: 500ms
-volumeStatsAggPeriod: 20s
-maxPods: 50
-address: 0.0.0.0
-readOnlyPort: 10256
-logLevel: debug
-logJSON: true
-kubeconfig: /etc/wasmlet/node.kubeconfig
-nodeStatusUpdateFrequency: 20s
-nodeStatusReportFrequency: 1m
-clusterDNS: [10.96.0.10]
-resolvConf: /etc/wasmlet/resolv.conf
-cgroupsPerQOS: false
-cgroupDriver: systemd
-cgroupRoot: /wasmlet
-containerLogMaxSize: 1Mi
-containerLogMaxFiles: 3
-`)
+	full := filepath.Join("testdata", "wasmlet.yaml")
 	readOnlyOff := writeFile(t, dir, "off.yaml", "kind: WasmletConfiguration\nreadOnlyPort: 0\n")
 	typo := writeFile(t, dir, "typo.yaml", "kind: WasmletConfiguration\nstaticPodPaht: /x\n")
 	wrongKind := writeFile(t, dir, "kind.yaml", "kind: KubeletConfiguration\n")
@@ -85,22 +57,20 @@ authorization:
 	authBadMode := writeFile(t, dir, "authmode.yaml", "kind: WasmletConfiguration\nauthorization: {mode: RBAC}\n")
 	authNegative := writeFile(t, dir, "authneg.yaml", "kind: WasmletConfiguration\nauthentication: {webhook: {cacheTTL: -1s}}\n")
 
-	d := agent.Defaults()
+	var d v1alpha1.WasmletConfiguration
+	d.SetDefaults()
 	tests := []struct {
 		name    string
 		args    []string
-		check   func(agent.Config, logOptions) string // "" when right
+		check   func(v1alpha1.WasmletConfiguration) string // "" when right
 		wantErr string
 	}{
-		{"defaults", []string{"--node-name", "n1"}, func(c agent.Config, lo logOptions) string {
+		{"defaults", []string{"--node-name", "n1"}, func(c v1alpha1.WasmletConfiguration) string {
 			want := d
 			want.NodeName = "n1"
-			if fmt.Sprint(c) != fmt.Sprint(want) || lo.Level != "info" || lo.JSON {
-				return fmt.Sprintf("%+v %+v", c, lo)
-			}
-			return ""
+			return differs(c, want)
 		}, ""},
-		{"default node name is the host name", nil, func(c agent.Config, _ logOptions) string {
+		{"default node name is the host name", nil, func(c v1alpha1.WasmletConfiguration) string {
 			h, _ := os.Hostname()
 			if c.NodeName != strings.ToLower(h) {
 				return c.NodeName
@@ -108,121 +78,127 @@ authorization:
 			return ""
 		}, ""},
 		{"flags", []string{"--node-name=N1", "--pod-manifest-path=/m", "--container-runtime-endpoint=unix:///c.sock",
-			"--sync-frequency=10s", "--max-pods=7", "--read-only-port=0", "--log-level=warn", "--log-json"}, func(c agent.Config, lo logOptions) string {
-			if c.NodeName != "n1" || c.StaticPodPath != "/m" || c.RuntimeEndpoint != "unix:///c.sock" || c.SyncFrequency != 10*time.Second ||
-				c.MaxPods != 7 || c.ReadOnlyPort != 0 || lo.Level != "warn" || !lo.JSON || c.RootDir != d.RootDir {
-				return fmt.Sprintf("%+v %+v", c, lo)
-			}
-			return ""
-		}, ""},
-		{"file", []string{"--config", full}, func(c agent.Config, lo logOptions) string {
-			want := agent.Config{NodeName: "node-a", StaticPodPath: "/etc/wasmlet/manifests", FileCheckFrequency: 5 * time.Second,
-				PodObjectsDir: "/etc/wasmlet/objects", VolumeResyncPeriod: d.VolumeResyncPeriod, PluginIdleTimeout: d.PluginIdleTimeout,
-				Port: 10251, ClientCAFile: "/etc/wasmlet/ca.crt", AuthorizationMode: "Webhook", PluginDir: "/etc/wasmlet/plugins", RuntimeEndpoint: "unix:///run/containerd/containerd.sock", ImageEndpoint: "unix:///run/images.sock",
-				RuntimeRequestTimeout: 30 * time.Second, RootDir: "/srv/wasmlet", PodLogsDir: "/srv/logs", SyncFrequency: 30 * time.Second,
-				HousekeepingInterval: 3 * time.Second, ContainerGCPeriod: 90 * time.Second, PLEGRelistPeriod: 500 * time.Millisecond, VolumeStatsAggPeriod: 20 * time.Second, MaxPods: 50, Address: "0.0.0.0", ReadOnlyPort: 10256,
-				KubeConfig: "/etc/wasmlet/node.kubeconfig", KubeAPIQPS: d.KubeAPIQPS, KubeAPIBurst: d.KubeAPIBurst,
-				NodeStatusUpdateFrequency: 20 * time.Second, NodeStatusReportFrequency: time.Minute,
-				ClusterDNS: []string{"10.96.0.10"}, ResolvConf: "/etc/wasmlet/resolv.conf", CgroupDriver: "systemd", CgroupRoot: "/wasmlet",
-				ContainerLogMaxSize: 1 << 20, ContainerLogMaxFiles: 3}
-			if fmt.Sprint(c) != fmt.Sprint(want) || lo.Level != "debug" || !lo.JSON {
-				return fmt.Sprintf("%+v %+v", c, lo)
-			}
-			return ""
-		}, ""},
-		{"flags override the file", []string{"--max-pods", "9", "--config", full, "--root-dir=/r", "--log-json=false"}, func(c agent.Config, lo logOptions) string {
-			if c.MaxPods != 9 || c.RootDir != "/r" || lo.JSON || c.SyncFrequency != 30*time.Second || c.StaticPodPath != "/etc/wasmlet/manifests" {
-				return fmt.Sprintf("%+v %+v", c, lo)
-			}
-			return ""
-		}, ""},
-		{"file sets a zero port", []string{"--config", readOnlyOff}, func(c agent.Config, _ logOptions) string {
-			if c.ReadOnlyPort != 0 || c.SyncFrequency != d.SyncFrequency {
+			"--sync-frequency=10s", "--max-pods=7", "--read-only-port=0", "--log-level=warn", "--log-json"}, func(c v1alpha1.WasmletConfiguration) string {
+			if c.NodeName != "n1" || c.StaticPodPath != "/m" || c.ContainerRuntimeEndpoint != "unix:///c.sock" || c.SyncFrequency != dur(10*time.Second) ||
+				c.MaxPods != 7 || *c.ReadOnlyPort != 0 || c.LogLevel != "warn" || !c.LogJSON || c.RootDir != d.RootDir {
 				return fmt.Sprintf("%+v", c)
 			}
 			return ""
 		}, ""},
-		{"authentication and authorization blocks", []string{"--config", auth}, func(c agent.Config, _ logOptions) string {
-			if c.ClientCAFile != "/etc/kubernetes/pki/ca.crt" || !c.NoTokenReview || c.TokenCacheTTL != 30*time.Second || !c.AnonymousAuth ||
-				c.AuthorizationMode != "AlwaysAllow" || c.AuthorizedCacheTTL != time.Minute || c.UnauthorizedCacheTTL != 5*time.Second {
+		{"file", []string{"--config", full}, func(c v1alpha1.WasmletConfiguration) string {
+			want := v1alpha1.WasmletConfiguration{NodeName: "node-a", StaticPodPath: "/etc/wasmlet/manifests", FileCheckFrequency: dur(5 * time.Second),
+				PodObjectsDir: "/etc/wasmlet/objects", Port: ptr.To(10251), PluginDir: "/etc/wasmlet/plugins",
+				ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock", ImageServiceEndpoint: "unix:///run/images.sock",
+				RuntimeRequestTimeout: dur(30 * time.Second), RootDir: "/srv/wasmlet", PodLogsDir: "/srv/logs", SyncFrequency: dur(30 * time.Second),
+				HousekeepingInterval: dur(3 * time.Second), ContainerGCPeriod: dur(90 * time.Second), PLEGRelistPeriod: dur(500 * time.Millisecond),
+				VolumeStatsAggPeriod: dur(20 * time.Second), MaxPods: 50, Address: "0.0.0.0", ReadOnlyPort: ptr.To(10256),
+				LogLevel: "debug", LogJSON: true, KubeConfig: "/etc/wasmlet/node.kubeconfig",
+				NodeStatusUpdateFrequency: dur(20 * time.Second), NodeStatusReportFrequency: dur(time.Minute),
+				ClusterDNS: []string{"10.96.0.10"}, ResolvConf: ptr.To("/etc/wasmlet/resolv.conf"), CgroupsPerQOS: ptr.To(false),
+				CgroupDriver: "systemd", CgroupRoot: "/wasmlet", ContainerLogMaxSize: "1Mi", ContainerLogMaxFiles: 3}
+			want.Authentication.X509.ClientCAFile = "/etc/wasmlet/ca.crt"
+			want.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeWebhook
+			want.SetDefaults() // the fields the file leaves out
+			if want.CertDir != "/srv/wasmlet/pki" || want.PluginIdleTimeout.Duration != 10*time.Second {
+				return fmt.Sprintf("want itself: %+v", want)
+			}
+			return differs(c, want)
+		}, ""},
+		{"flags override the file", []string{"--max-pods", "9", "--config", full, "--root-dir=/r", "--log-json=false"}, func(c v1alpha1.WasmletConfiguration) string {
+			if c.MaxPods != 9 || c.RootDir != "/r" || c.CertDir != "/r/pki" || c.LogJSON || c.SyncFrequency != dur(30*time.Second) || c.StaticPodPath != "/etc/wasmlet/manifests" {
 				return fmt.Sprintf("%+v", c)
 			}
 			return ""
 		}, ""},
-		{"flags override the blocks", []string{"--config", auth, "--client-ca-file=/f", "--anonymous-auth=false", "--authorization-mode=Webhook"}, func(c agent.Config, _ logOptions) string {
-			if c.ClientCAFile != "/f" || c.AnonymousAuth || c.AuthorizationMode != "Webhook" || !c.NoTokenReview {
+		{"file sets a zero port", []string{"--config", readOnlyOff}, func(c v1alpha1.WasmletConfiguration) string {
+			if *c.ReadOnlyPort != 0 || c.SyncFrequency != d.SyncFrequency {
 				return fmt.Sprintf("%+v", c)
 			}
 			return ""
 		}, ""},
-		{"a block and its flat field", []string{"--config", authTwice}, nil, "authentication.x509.clientCAFile and clientCAFile"},
+		{"authentication and authorization blocks", []string{"--config", auth}, func(c v1alpha1.WasmletConfiguration) string {
+			an, az := c.Authentication, c.Authorization
+			if an.X509.ClientCAFile != "/etc/kubernetes/pki/ca.crt" || *an.Webhook.Enabled || an.Webhook.CacheTTL != dur(30*time.Second) || !*an.Anonymous.Enabled ||
+				az.Mode != "AlwaysAllow" || az.Webhook.CacheAuthorizedTTL != dur(time.Minute) || az.Webhook.CacheUnauthorizedTTL != dur(5*time.Second) {
+				return fmt.Sprintf("%+v", c)
+			}
+			return ""
+		}, ""},
+		{"flags override the blocks", []string{"--config", auth, "--client-ca-file=/f", "--anonymous-auth=false", "--authorization-mode=Webhook"}, func(c v1alpha1.WasmletConfiguration) string {
+			an := c.Authentication
+			if an.X509.ClientCAFile != "/f" || *an.Anonymous.Enabled || c.Authorization.Mode != "Webhook" || *an.Webhook.Enabled {
+				return fmt.Sprintf("%+v", c)
+			}
+			return ""
+		}, ""},
+		{"a block and its flat field", []string{"--config", authTwice}, nil, "clientCAFile: Forbidden: the same setting as authentication.x509.clientCAFile"},
 		{"unknown field in a block", []string{"--config", authTypo}, nil, "mdoe"},
-		{"bad mode in a block", []string{"--config", authBadMode}, nil, `authorization-mode "RBAC"`},
-		{"negative cache TTL", []string{"--config", authNegative}, nil, "authentication.webhook.cacheTTL must not be negative"},
-		{"log rotation flags", []string{"--container-log-max-size=500Ki", "--container-log-max-files=2"}, func(c agent.Config, _ logOptions) string {
-			if c.ContainerLogMaxSize != 500<<10 || c.ContainerLogMaxFiles != 2 {
+		{"bad mode in a block", []string{"--config", authBadMode}, nil, `authorization.mode: Unsupported value: "RBAC"`},
+		{"negative cache TTL", []string{"--config", authNegative}, nil, `authentication.webhook.cacheTTL: Invalid value: "-1s": must not be negative`},
+		{"log rotation flags", []string{"--container-log-max-size=500Ki", "--container-log-max-files=2"}, func(c v1alpha1.WasmletConfiguration) string {
+			if c.ContainerLogMaxSize != "500Ki" || c.ContainerLogMaxFiles != 2 {
 				return fmt.Sprintf("%+v", c)
 			}
 			return ""
 		}, ""},
-		{"plugin idle timeout", []string{"--plugin-idle-timeout=1m"}, func(c agent.Config, _ logOptions) string {
-			if c.PluginIdleTimeout != time.Minute {
+		{"plugin idle timeout", []string{"--plugin-idle-timeout=1m"}, func(c v1alpha1.WasmletConfiguration) string {
+			if c.PluginIdleTimeout.Duration != time.Minute {
 				return fmt.Sprintf("PluginIdleTimeout %v", c.PluginIdleTimeout)
 			}
 			return ""
 		}, ""},
-		{"plugin idle timeout in the file", []string{"--config", writeFile(t, dir, "idle.yaml", "kind: WasmletConfiguration\npluginIdleTimeout: 0s\n")}, func(c agent.Config, _ logOptions) string {
-			if c.PluginIdleTimeout != 0 {
+		{"plugin idle timeout in the file", []string{"--config", writeFile(t, dir, "idle.yaml", "kind: WasmletConfiguration\npluginIdleTimeout: 0s\n")}, func(c v1alpha1.WasmletConfiguration) string {
+			if c.PluginIdleTimeout.Duration != 0 {
 				return fmt.Sprintf("PluginIdleTimeout %v", c.PluginIdleTimeout)
 			}
 			return ""
 		}, ""},
-		{"negative plugin idle timeout", []string{"--plugin-idle-timeout=-1s"}, nil, "plugin-idle-timeout must not be negative"},
-		{"bad log size", []string{"--container-log-max-size=big"}, nil, `"big" is not a quantity`},
-		{"zero log size", []string{"--container-log-max-size=0"}, nil, "container-log-max-size must be positive"},
-		{"one log file", []string{"--container-log-max-files=1"}, nil, "container-log-max-files must be at least 2, not 1"},
-		{"bad log size in the file", []string{"--config", writeFile(t, dir, "logsize.yaml", "kind: WasmletConfiguration\ncontainerLogMaxSize: lots\n")}, nil, "containerLogMaxSize"},
+		{"negative plugin idle timeout", []string{"--plugin-idle-timeout=-1s"}, nil, `pluginIdleTimeout: Invalid value: "-1s": must not be negative`},
+		{"bad log size", []string{"--container-log-max-size=big"}, nil, `containerLogMaxSize: Invalid value: "big": is not a quantity`},
+		{"zero log size", []string{"--container-log-max-size=0"}, nil, `containerLogMaxSize: Invalid value: "0": must be positive`},
+		{"one log file", []string{"--container-log-max-files=1"}, nil, "containerLogMaxFiles: Invalid value: 1: must be at least 2"},
+		{"bad log size in the file", []string{"--config", writeFile(t, dir, "logsize.yaml", "kind: WasmletConfiguration\ncontainerLogMaxSize: lots\n")}, nil, `containerLogMaxSize: Invalid value: "lots"`},
 		{"unknown field", []string{"--config", typo}, nil, "staticPodPaht"},
 		{"wrong kind", []string{"--config", wrongKind}, nil, `kind is "KubeletConfiguration"`},
 		{"bad duration", []string{"--config", badDuration}, nil, "dur.yaml"},
 		{"missing file", []string{"--config", filepath.Join(dir, "nope.yaml")}, nil, "nope.yaml"},
 		{"bad flag", []string{"--max-pod=1"}, nil, "max-pod"},
-		{"negative duration", []string{"--sync-frequency=-1s"}, nil, "sync-frequency must be positive"},
-		{"bad port", []string{"--read-only-port=70000"}, nil, "not a port"},
-		{"bad level", []string{"--log-level=loud"}, nil, "log-level"},
-		{"bad authorization mode", []string{"--authorization-mode=RBAC"}, nil, "authorization-mode"},
-		{"key without certificate", []string{"--tls-private-key-file=/k"}, nil, "go together"},
+		{"negative duration", []string{"--sync-frequency=-1s"}, nil, `syncFrequency: Invalid value: "-1s": must be positive`},
+		{"bad port", []string{"--read-only-port=70000"}, nil, "readOnlyPort: Invalid value: 70000: is not a port"},
+		{"bad level", []string{"--log-level=loud"}, nil, `logLevel: Unsupported value: "loud"`},
+		{"bad authorization mode", []string{"--authorization-mode=RBAC"}, nil, `authorization.mode: Unsupported value: "RBAC"`},
+		{"key without certificate", []string{"--tls-private-key-file=/k"}, nil, "tlsCertFile: Required value"},
 		{"stray argument", []string{"extra"}, nil, "unexpected arguments"},
-		{"bootstrapping rotates by default", []string{"--kubeconfig=/k", "--bootstrap-kubeconfig=/b", "--cert-dir=/pki", "--rotate-server-certificates"}, func(c agent.Config, _ logOptions) string {
-			if c.BootstrapKubeConfig != "/b" || c.CertDir != "/pki" || !c.RotateCertificates || !c.RotateServerCertificates {
+		{"bootstrapping rotates by default", []string{"--kubeconfig=/k", "--bootstrap-kubeconfig=/b", "--cert-dir=/pki", "--rotate-server-certificates"}, func(c v1alpha1.WasmletConfiguration) string {
+			if c.BootstrapKubeConfig != "/b" || c.CertDir != "/pki" || !*c.RotateCertificates || !c.ServerTLSBootstrap {
 				return fmt.Sprintf("%+v", c)
 			}
 			return ""
 		}, ""},
-		{"bootstrapping without rotation", []string{"--kubeconfig=/k", "--bootstrap-kubeconfig=/b", "--rotate-certificates=false"}, func(c agent.Config, _ logOptions) string {
-			if c.RotateCertificates {
+		{"bootstrapping without rotation", []string{"--kubeconfig=/k", "--bootstrap-kubeconfig=/b", "--rotate-certificates=false"}, func(c v1alpha1.WasmletConfiguration) string {
+			if *c.RotateCertificates {
 				return fmt.Sprintf("%+v", c)
 			}
 			return ""
 		}, ""},
-		{"no rotation without bootstrapping", []string{"--kubeconfig=/k"}, func(c agent.Config, _ logOptions) string {
-			if c.RotateCertificates || c.RotateServerCertificates {
+		{"no rotation without bootstrapping", []string{"--kubeconfig=/k"}, func(c v1alpha1.WasmletConfiguration) string {
+			if *c.RotateCertificates || c.ServerTLSBootstrap {
 				return fmt.Sprintf("%+v", c)
 			}
 			return ""
 		}, ""},
-		{"certificate fields in the file", []string{"--bootstrap-kubeconfig=/b", "--config", writeFile(t, dir, "certs.yaml", "kind: WasmletConfiguration\nkubeconfig: /k\nrotateCertificates: false\nserverTLSBootstrap: true\n")}, func(c agent.Config, _ logOptions) string {
-			if c.RotateCertificates || !c.RotateServerCertificates || c.KubeConfig != "/k" {
+		{"certificate fields in the file", []string{"--bootstrap-kubeconfig=/b", "--config", writeFile(t, dir, "certs.yaml", "kind: WasmletConfiguration\nkubeconfig: /k\nrotateCertificates: false\nserverTLSBootstrap: true\n")}, func(c v1alpha1.WasmletConfiguration) string {
+			if *c.RotateCertificates || !c.ServerTLSBootstrap || c.KubeConfig != "/k" {
 				return fmt.Sprintf("%+v", c)
 			}
 			return ""
 		}, ""},
-		{"bootstrap without kubeconfig", []string{"--bootstrap-kubeconfig=/b"}, nil, "bootstrap-kubeconfig needs --kubeconfig"},
-		{"server rotation without kubeconfig", []string{"--rotate-server-certificates"}, nil, "rotate-server-certificates needs --kubeconfig"},
+		{"bootstrap without kubeconfig", []string{"--bootstrap-kubeconfig=/b"}, nil, `bootstrapKubeconfig: Invalid value: "/b": needs kubeconfig`},
+		{"server rotation without kubeconfig", []string{"--rotate-server-certificates"}, nil, "serverTLSBootstrap: Invalid value: true: needs kubeconfig"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, lo, err := loadRunConfig(tt.args, io.Discard)
+			c, err := loadRunConfig(tt.args, io.Discard)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
@@ -232,10 +208,73 @@ authorization:
 			if err != nil {
 				t.Fatal(err)
 			}
-			if msg := tt.check(c, lo); msg != "" {
+			if msg := tt.check(c); msg != "" {
 				t.Errorf("got %s", msg)
 			}
 		})
+	}
+}
+
+// differs describes how got differs from want, or returns "".
+func differs(got, want v1alpha1.WasmletConfiguration) string {
+	if reflect.DeepEqual(got, want) {
+		return ""
+	}
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	return fmt.Sprintf("\n%s\nwant\n%s", g, w)
+}
+
+// TestLoadRunConfig_Precedence: a flag given beats the file, the file beats
+// the default, for each kind of field (a value, a pointer whose zero means
+// something, a block's field, a default derived from another field).
+func TestLoadRunConfig_Precedence(t *testing.T) {
+	tests := []struct {
+		name                        string
+		fileLine, arg               string // the field in the file, the flag
+		get                         func(v1alpha1.WasmletConfiguration) any
+		byDefault, fromFile, byFlag any
+	}{
+		{"duration", "syncFrequency: 30s", "--sync-frequency=10s",
+			func(c v1alpha1.WasmletConfiguration) any { return c.SyncFrequency.Duration }, time.Minute, 30 * time.Second, 10 * time.Second},
+		{"string", "rootDir: /file", "--root-dir=/flag",
+			func(c v1alpha1.WasmletConfiguration) any { return c.RootDir }, "/var/lib/wasmlet", "/file", "/flag"},
+		{"derived", "rootDir: /file", "--root-dir=/flag",
+			func(c v1alpha1.WasmletConfiguration) any { return c.CertDir }, "/var/lib/wasmlet/pki", "/file/pki", "/flag/pki"},
+		{"port zero in the file", "readOnlyPort: 0", "--read-only-port=1234",
+			func(c v1alpha1.WasmletConfiguration) any { return *c.ReadOnlyPort }, 10255, 0, 1234},
+		{"port zero as a flag", "readOnlyPort: 1234", "--read-only-port=0",
+			func(c v1alpha1.WasmletConfiguration) any { return *c.ReadOnlyPort }, 10255, 1234, 0},
+		{"bool", "cgroupsPerQOS: false", "--cgroups-per-qos",
+			func(c v1alpha1.WasmletConfiguration) any { return *c.CgroupsPerQOS }, true, false, true},
+		{"block by its flat name", "anonymousAuth: true", "--anonymous-auth=false",
+			func(c v1alpha1.WasmletConfiguration) any { return *c.Authentication.Anonymous.Enabled }, false, true, false},
+		{"block", "authorization: {mode: Webhook}", "--authorization-mode=AlwaysAllow",
+			func(c v1alpha1.WasmletConfiguration) any { return string(c.Authorization.Mode) }, "AlwaysAllow", "Webhook", "AlwaysAllow"},
+	}
+	dir := t.TempDir()
+	for i, tt := range tests {
+		file := writeFile(t, dir, fmt.Sprintf("%d.yaml", i), "kind: WasmletConfiguration\n"+tt.fileLine+"\n")
+		for _, run := range []struct {
+			name string
+			args []string
+			want any
+		}{
+			{"default", nil, tt.byDefault},
+			{"file beats default", []string{"--config", file}, tt.fromFile},
+			{"flag beats default", []string{tt.arg}, tt.byFlag},
+			{"flag beats file", []string{tt.arg, "--config", file}, tt.byFlag},
+		} {
+			t.Run(tt.name+"/"+run.name, func(t *testing.T) {
+				c, err := loadRunConfig(append([]string{"--node-name=n1"}, run.args...), io.Discard)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := tt.get(c); got != run.want {
+					t.Errorf("got %v (%T), want %v (%T)", got, got, run.want, run.want)
+				}
+			})
+		}
 	}
 }
 

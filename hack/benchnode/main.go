@@ -45,6 +45,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/cri"
+	"github.com/wasmlet/wasmlet/hack/kubeletconfig"
 )
 
 // namespace holds every benchmark pod, so only they are counted.
@@ -457,24 +458,14 @@ func agentCmd(cfg Config, agent, dir, manifests string) (*exec.Cmd, error) {
 		args = append(args, strings.Fields(cfg.WasmletArgs)...)
 		return exec.Command(cfg.Wasmlet, args...), nil
 	}
-	conf := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-containerRuntimeEndpoint: %s
-staticPodPath: %s
-podLogsDir: %s
-failCgroupV1: false
-cgroupDriver: cgroupfs
-oomScoreAdj: 0
-failSwapOn: false
-makeIPTablesUtilChains: false
-evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%", nodefs.inodesFree: "1%%"}
-authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
-authorization: {mode: AlwaysAllow}
-address: 127.0.0.1
-port: %d
-readOnlyPort: %d
-healthzPort: %d
-`, cfg.Endpoint, manifests, filepath.Join(dir, "logs"), kubeletPort, readOnlyPort, healthzPort)
+	conf, err := kubeletconfig.Render(map[string]string{
+		"containerRuntimeEndpoint": cfg.Endpoint, "staticPodPath": manifests, "podLogsDir": filepath.Join(dir, "logs"),
+		"anonymousEnabled": "true", "webhookEnabled": "false", "authorizationMode": "AlwaysAllow",
+		"address": "127.0.0.1", "port": strconv.Itoa(kubeletPort), "readOnlyPort": strconv.Itoa(readOnlyPort), "healthzPort": strconv.Itoa(healthzPort),
+	})
+	if err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, "kubelet.yaml")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return nil, err

@@ -10,6 +10,8 @@
 # embedded runtime).
 
 mkdir -p "$out/bin" "$out/images" "$out/cache"
+# shellcheck source=kubelet-config.sh
+. hack/lib/kubelet-config.sh
 
 # e2e_tools: bin/wasmlet and the tools (mkimage, the bare CRI client).
 e2e_tools() {
@@ -109,28 +111,12 @@ e2e_runtime_down() {
 }
 
 # e2e_kubelet_config ENDPOINT CLIENT_CA ADDRESS PORT LOGS_DIR: the real
-# kubelet's KubeletConfiguration for a private containerd on this machine
-# (cgroupfs, no swap or iptables demands, eviction off in practice), with
-# the kubelet API's webhook authentication and authorization as a cluster
-# node has them; callers append lines of their own.
+# kubelet's KubeletConfiguration (kubelet_config) with the kubelet API's
+# webhook authentication and authorization as a cluster node has them;
+# callers append lines of their own.
 e2e_kubelet_config() {
-  cat <<KC
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-containerRuntimeEndpoint: $1
-failCgroupV1: false
-cgroupDriver: cgroupfs
-oomScoreAdj: 0
-failSwapOn: false
-makeIPTablesUtilChains: false
-evictionHard: {memory.available: "1Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
-authentication: {anonymous: {enabled: false}, webhook: {enabled: true}, x509: {clientCAFile: $2}}
-authorization: {mode: Webhook}
-address: $3
-port: $4
-readOnlyPort: 0
-podLogsDir: $5
-KC
+  kubelet_config containerRuntimeEndpoint="$1" anonymousEnabled=false webhookEnabled=true clientCAFile="$2" \
+    authorizationMode=Webhook address="$3" port="$4" readOnlyPort=0 podLogsDir="$5"
 }
 
 # A short base: unix socket paths must stay under 108 bytes.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wasmlet/wasmlet/host/internal/admission"
@@ -84,7 +84,7 @@ func New(cfg Config) (*Agent, error) { return NewContext(context.Background(), c
 // NewContext is New, stopping with ctx: with BootstrapKubeConfig it waits
 // for a usable bootstrap kubeconfig (see host/internal/certificate).
 func NewContext(ctx context.Context, cfg Config) (*Agent, error) {
-	cfg, err := withDefaults(cfg)
+	cfg, err := cfg.complete()
 	if err != nil {
 		return nil, err
 	}
@@ -100,17 +100,17 @@ func NewContext(ctx context.Context, cfg Config) (*Agent, error) {
 	}
 	var sources []config.Source
 	if cfg.StaticPodPath != "" {
-		sources = append(sources, file.New(file.Config{Path: cfg.StaticPodPath, NodeName: cfg.NodeName, CheckFrequency: cfg.FileCheckFrequency, Logger: a.log.Named("file")}))
+		sources = append(sources, file.New(file.Config{Path: cfg.StaticPodPath, NodeName: cfg.NodeName, CheckFrequency: cfg.FileCheckFrequency.Duration, Logger: a.log.Named("file")}))
 	}
 	if cfg.KubeConfig != "" {
 		ccfg := cluster.Config{
-			KubeConfig: cfg.KubeConfig, QPS: cfg.KubeAPIQPS, Burst: cfg.KubeAPIBurst,
+			KubeConfig: cfg.KubeConfig, QPS: float32(cfg.KubeAPIQPS), Burst: cfg.KubeAPIBurst,
 			UserAgent: "wasmlet/" + Version, NodeName: cfg.NodeName, Registerer: a.reg, Logger: a.log,
 		}
-		if cfg.BootstrapKubeConfig != "" || cfg.RotateCertificates {
+		if cfg.BootstrapKubeConfig != "" || *cfg.RotateCertificates {
 			a.certs, err = certificate.NewClient(ctx, certificate.ClientConfig{
 				KubeConfig: cfg.KubeConfig, BootstrapKubeConfig: cfg.BootstrapKubeConfig, CertDir: cfg.CertDir,
-				NodeName: cfg.NodeName, Rotate: cfg.RotateCertificates, Logger: a.log.Named("certificate"),
+				NodeName: cfg.NodeName, Rotate: *cfg.RotateCertificates, Logger: a.log.Named("certificate"),
 			})
 			if err != nil {
 				return nil, fmt.Errorf("agent: %w", err)
@@ -135,56 +135,6 @@ func NewContext(ctx context.Context, cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-// withDefaults fills the zero fields of cfg from Defaults.
-func withDefaults(cfg Config) (Config, error) {
-	d := Defaults()
-	if cfg.NodeName == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return cfg, fmt.Errorf("agent: node name: %w", err)
-		}
-		cfg.NodeName = h
-	}
-	setDefault(&cfg.FileCheckFrequency, d.FileCheckFrequency)
-	setDefault(&cfg.RuntimeRequestTimeout, d.RuntimeRequestTimeout)
-	setDefault(&cfg.SyncFrequency, d.SyncFrequency)
-	setDefault(&cfg.HousekeepingInterval, d.HousekeepingInterval)
-	setDefault(&cfg.ContainerGCPeriod, d.ContainerGCPeriod)
-	setDefault(&cfg.PLEGRelistPeriod, d.PLEGRelistPeriod)
-	setDefault(&cfg.VolumeStatsAggPeriod, d.VolumeStatsAggPeriod)
-	if cfg.RootDir == "" {
-		cfg.RootDir = d.RootDir
-	}
-	if cfg.PodLogsDir == "" {
-		cfg.PodLogsDir = d.PodLogsDir
-	}
-	if cfg.CertDir == "" {
-		cfg.CertDir = filepath.Join(cfg.RootDir, "pki")
-	}
-	if (cfg.BootstrapKubeConfig != "" || cfg.RotateCertificates || cfg.RotateServerCertificates) && cfg.KubeConfig == "" {
-		return cfg, errors.New("agent: bootstrap-kubeconfig, rotate-certificates and rotate-server-certificates need a kubeconfig (the file bootstrapping writes)")
-	}
-	if cfg.MaxPods <= 0 {
-		cfg.MaxPods = d.MaxPods
-	}
-	if cfg.KubeConfig != "" && cfg.KubeAPIQPS <= 0 {
-		cfg.KubeAPIQPS = d.KubeAPIQPS
-	}
-	if cfg.KubeConfig != "" && cfg.KubeAPIBurst <= 0 {
-		cfg.KubeAPIBurst = d.KubeAPIBurst
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
-	return cfg, nil
-}
-
-func setDefault(d *time.Duration, def time.Duration) {
-	if *d <= 0 {
-		*d = def
-	}
-}
-
 // Run starts the agent — the embedded runtime when no endpoint is given,
 // the runtime connection, PLEG, pod workers, sources, the read-only server
 // and the sync loop — and blocks until ctx is cancelled or a part fails.
@@ -206,7 +156,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}()
 	}
 
-	endpoint := a.cfg.RuntimeEndpoint
+	endpoint := a.cfg.ContainerRuntimeEndpoint
 	if endpoint == "" {
 		rt, err := wasiruntime.New(wasiruntime.Config{RootDir: filepath.Join(a.cfg.RootDir, "runtime"), Logger: a.log.Named("wasi")})
 		if err != nil {
@@ -223,9 +173,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	// The read-only server first: while the runtime does not answer, a
 	// monitoring system sees a red /healthz naming it, not a closed port.
-	if a.cfg.ReadOnlyPort != 0 {
+	if *a.cfg.ReadOnlyPort != 0 {
 		srv, err := server.New(server.Config{
-			Address: a.cfg.Address, Port: a.cfg.ReadOnlyPort, Pods: a.Pods,
+			Address: a.cfg.Address, Port: *a.cfg.ReadOnlyPort, Pods: a.Pods,
 			Checks:   a.healthChecks(endpoint),
 			Gatherer: a.gatherer, Logger: a.log.Named("server"),
 			Handlers: a.plugins.handlers(),
@@ -254,7 +204,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	rot, err := logrotate.New(logrotate.Config{Runtime: a.rt, MaxSize: a.cfg.ContainerLogMaxSize, MaxFiles: a.cfg.ContainerLogMaxFiles, Logger: a.log.Named("logrotate")})
+	maxSize, err := resource.ParseQuantity(a.cfg.ContainerLogMaxSize) // checked by New
+	if err != nil {
+		return fmt.Errorf("agent: containerLogMaxSize: %w", err)
+	}
+	rot, err := logrotate.New(logrotate.Config{Runtime: a.rt, MaxSize: maxSize.Value(), MaxFiles: a.cfg.ContainerLogMaxFiles, Logger: a.log.Named("logrotate")})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -273,15 +227,15 @@ func (a *Agent) Run(ctx context.Context) error {
 			return err
 		}
 		spawn("kubelet API", api.Run)
-	} else if a.cfg.Port > 0 {
-		a.log.Info("kubelet API not served: standalone with no --client-ca-file, so no client could be authenticated", "port", a.cfg.Port)
+	} else if *a.cfg.Port > 0 {
+		a.log.Info("kubelet API not served: standalone with no --client-ca-file, so no client could be authenticated", "port", *a.cfg.Port)
 	}
 	if a.cluster != nil {
 		a.cluster.Start(cluster.StartConfig{
 			Node: a.node.Load(), Ready: a.nodeReady, RuntimeHandlers: a.runtimeHandlers, Pods: a.pods, Statuses: a.statuses,
 			SourcesSeen:           a.podConfig.SeenAllSources,
-			StatusUpdateFrequency: a.cfg.NodeStatusUpdateFrequency,
-			StatusReportFrequency: a.cfg.NodeStatusReportFrequency,
+			StatusUpdateFrequency: a.cfg.NodeStatusUpdateFrequency.Duration,
+			StatusReportFrequency: a.cfg.NodeStatusReportFrequency.Duration,
 		}, spawn)
 		defer a.cluster.Stop()
 	}
@@ -318,10 +272,10 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	rcfg := runtime.Config{
-		Endpoint: endpoint, ImageEndpoint: a.cfg.ImageEndpoint, Timeout: a.cfg.RuntimeRequestTimeout,
+		Endpoint: endpoint, ImageEndpoint: a.cfg.ImageServiceEndpoint, Timeout: a.cfg.RuntimeRequestTimeout.Duration,
 		RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir, Logger: a.log.Named("runtime"),
 		Hooks: a.plugins.hooks(), Volumes: a.data.volumes, Env: a.data.env, ClusterDomain: a.cfg.ClusterDomain,
-		DNS:            dns.New(dns.Config{ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, ResolvConf: a.cfg.ResolvConf}),
+		DNS:            dns.New(dns.Config{ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, ResolvConf: *a.cfg.ResolvConf}),
 		RuntimeClasses: a.classes,
 		Instrument:     calls.Wrap,
 	}
@@ -358,11 +312,11 @@ func (a *Agent) nodeResources(rcfg *runtime.Config) error {
 	if mem, err := node.MemoryCapacity(""); err == nil {
 		rcfg.MemoryCapacity = mem
 	}
-	if a.cfg.RuntimeEndpoint == "" {
+	if a.cfg.ContainerRuntimeEndpoint == "" {
 		return nil
 	}
 	rcfg.Swap, rcfg.HugePageSizes = cgroups.DetectSwap(""), cgroups.HugePageSizes("")
-	if !a.cfg.CgroupsPerQOS {
+	if !*a.cfg.CgroupsPerQOS {
 		return nil
 	}
 	cg, err := cgroups.New(cgroups.Config{CgroupRoot: a.cfg.CgroupRoot, Driver: a.cfg.CgroupDriver, Logger: a.log.Named("cgroups")})
@@ -379,7 +333,7 @@ func (a *Agent) nodeResources(rcfg *runtime.Config) error {
 func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	var port int32
 	if a.servesKubeletAPI() {
-		port = int32(a.cfg.Port)
+		port = int32(*a.cfg.Port)
 	}
 	n, err := node.New(node.Config{Name: a.cfg.NodeName, MaxPods: a.cfg.MaxPods, RootDir: a.cfg.RootDir, AgentVersion: Version, RuntimeVersion: a.rt.Name() + "://" + a.rt.Version(), KubeletPort: port})
 	if err != nil {
@@ -388,7 +342,7 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	a.node.Store(n)
 	a.stats = stats.New(stats.Config{
 		NodeName: a.cfg.NodeName, Runtime: a.rt, RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir,
-		Pod: a.pods.PodByUID, Volumes: a.data.volumes, VolumeStatsPeriod: a.cfg.VolumeStatsAggPeriod,
+		Pod: a.pods.PodByUID, Volumes: a.data.volumes, VolumeStatsPeriod: a.cfg.VolumeStatsAggPeriod.Duration,
 	})
 	var hostIPs []string
 	for _, ad := range n.Status.Addresses {
@@ -396,7 +350,7 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 			hostIPs = append(hostIPs, ad.Address)
 		}
 	}
-	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, RelistPeriod: a.cfg.PLEGRelistPeriod, Logger: a.log.Named("pleg"), Registerer: a.reg}); err != nil {
+	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, RelistPeriod: a.cfg.PLEGRelistPeriod.Duration, Logger: a.log.Named("pleg"), Registerer: a.reg}); err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)
 	}
 	probeResults := make(chan types.UID, 1024)
@@ -434,7 +388,7 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	}
 	cleaner := housekeeping.New(housekeeping.Config{
 		Pods: a.pods, Workers: workers, Runtime: a.rt, Statuses: a.statuses,
-		Forget: records.Forget, BackOff: backOff, Logger: a.log, GCPeriod: a.cfg.ContainerGCPeriod,
+		Forget: records.Forget, BackOff: backOff, Logger: a.log, GCPeriod: a.cfg.ContainerGCPeriod.Duration,
 	})
 	admit, err := admission.New(admission.Config{Admitters: append(admission.Builtins(a.cfg.MaxPods), a.plugins.admitters()...), Logger: a.log.Named("admission"), Registerer: a.reg})
 	if err != nil {
@@ -445,7 +399,7 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 		Pods: a.pods, Records: records, Statuses: a.statuses, Admit: admit, Node: a.node.Load,
 		InitialStatus: syncer.InitialStatus, Workers: workers, Housekeeping: cleaner.Start,
 		Recorder: a.cluster, Cluster: a.cluster,
-		SyncFrequency: a.cfg.SyncFrequency, HousekeepingInterval: a.cfg.HousekeepingInterval,
+		SyncFrequency: a.cfg.SyncFrequency.Duration, HousekeepingInterval: a.cfg.HousekeepingInterval.Duration,
 		Logger: a.log, Registerer: a.reg,
 	})
 	if err != nil {

@@ -11,7 +11,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cri-client/pkg/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/wasmlet/wasmlet/host/apis/config/v1alpha1"
 )
 
 type harness struct {
@@ -47,16 +51,28 @@ func (h *harness) write(t testing.TB, name, image string) {
 	}
 }
 
+// config is the test agent's configuration: the harness's manifests and
+// runtime, short periods, no read-only server, no cgroups and plugins kept
+// loaded.
+func (h *harness) config() Config {
+	return Config{
+		WasmletConfiguration: v1alpha1.WasmletConfiguration{
+			NodeName: "n1", StaticPodPath: h.manifests, ContainerRuntimeEndpoint: h.endpoint,
+			RootDir: filepath.Join(h.dir, "root"), PodLogsDir: filepath.Join(h.dir, "logs"),
+			PLEGRelistPeriod:     metav1.Duration{Duration: 100 * time.Millisecond},
+			HousekeepingInterval: metav1.Duration{Duration: 200 * time.Millisecond},
+			ContainerGCPeriod:    metav1.Duration{Duration: 200 * time.Millisecond},
+			MaxPods:              5000, ReadOnlyPort: ptr.To(0), CgroupsPerQOS: ptr.To(false), PluginIdleTimeout: &metav1.Duration{},
+		},
+		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr}),
+	}
+}
+
 // start runs an agent until the returned stop is called; edit, if given,
 // changes the test config first.
 func (h *harness) start(t testing.TB, edit ...func(*Config)) (*Agent, func()) {
 	t.Helper()
-	cfg := Config{
-		NodeName: "n1", StaticPodPath: h.manifests, RuntimeEndpoint: h.endpoint,
-		RootDir: filepath.Join(h.dir, "root"), PodLogsDir: filepath.Join(h.dir, "logs"),
-		PLEGRelistPeriod: 100 * time.Millisecond, HousekeepingInterval: 200 * time.Millisecond, ContainerGCPeriod: 200 * time.Millisecond,
-		MaxPods: 5000, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr}),
-	}
+	cfg := h.config()
 	for _, e := range edit {
 		e(&cfg)
 	}
@@ -208,7 +224,9 @@ func TestAgent_Run_RejectsOverMaxPods(t *testing.T) {
 	h := newHarness(t)
 	h.write(t, "a", "img:1")
 	h.write(t, "b", "img:1")
-	a, err := New(Config{NodeName: "n1", StaticPodPath: h.manifests, RuntimeEndpoint: h.endpoint, RootDir: filepath.Join(h.dir, "root"), PodLogsDir: filepath.Join(h.dir, "logs"), MaxPods: 1})
+	cfg := h.config()
+	cfg.MaxPods = 1
+	a, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +295,8 @@ func TestAgent_Run_HousekeepingKillsOrphans(t *testing.T) {
 func TestNewContext_Certificates(t *testing.T) {
 	dir := t.TempDir()
 	// Bootstrapping writes the kubeconfig, so it needs its path.
-	if _, err := New(Config{NodeName: "n1", RootDir: dir, BootstrapKubeConfig: filepath.Join(dir, "b")}); err == nil || !strings.Contains(err.Error(), "need a kubeconfig") {
+	if _, err := New(Config{WasmletConfiguration: v1alpha1.WasmletConfiguration{NodeName: "n1", RootDir: dir, BootstrapKubeConfig: filepath.Join(dir, "b")}}); err == nil ||
+		!strings.Contains(err.Error(), "bootstrapKubeconfig: Invalid value") || !strings.Contains(err.Error(), "needs kubeconfig") {
 		t.Errorf("bootstrap without kubeconfig: %v", err)
 	}
 	// Stopped while the bootstrap kubeconfig is missing: the context's
@@ -286,9 +305,11 @@ func TestNewContext_Certificates(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := NewContext(ctx, Config{
-		NodeName: "n1", RootDir: dir, KubeConfig: filepath.Join(dir, "node.kubeconfig"),
-		BootstrapKubeConfig: filepath.Join(dir, "missing.kubeconfig"),
-		Logger:              hclog.New(&hclog.LoggerOptions{Output: &log}),
+		WasmletConfiguration: v1alpha1.WasmletConfiguration{
+			NodeName: "n1", RootDir: dir, KubeConfig: filepath.Join(dir, "node.kubeconfig"),
+			BootstrapKubeConfig: filepath.Join(dir, "missing.kubeconfig"),
+		},
+		Logger: hclog.New(&hclog.LoggerOptions{Output: &log}),
 	})
 	if err == nil || !strings.Contains(err.Error(), "context deadline exceeded") || !strings.Contains(log.String(), filepath.Join(dir, "missing.kubeconfig")) {
 		t.Errorf("stopped while waiting: %v; log:\n%s", err, log.String())

@@ -3,14 +3,12 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // BenchmarkAgent_StaticPodsToRunning measures 1,000 static pods from the
@@ -27,11 +25,10 @@ func BenchmarkAgent_StaticPodsToRunning(b *testing.B) {
 		for j := 0; j < n; j++ {
 			h.write(b, fmt.Sprintf("p%04d", j), "wasmlet.local/busybox:1.0")
 		}
-		a, err := New(Config{
-			NodeName: "n1", StaticPodPath: h.manifests, RuntimeEndpoint: h.endpoint,
-			RootDir: filepath.Join(h.dir, "root"), PodLogsDir: filepath.Join(h.dir, "logs"),
-			MaxPods: 2 * n, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr}),
-		})
+		cfg := h.config()
+		cfg.PLEGRelistPeriod, cfg.HousekeepingInterval, cfg.ContainerGCPeriod = metav1.Duration{}, metav1.Duration{}, metav1.Duration{}
+		cfg.MaxPods = 2 * n
+		a, err := New(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}

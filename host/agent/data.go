@@ -37,7 +37,7 @@ func (a *Agent) newPodData(node func() *v1.Node) (*podData, error) {
 	}
 	vm, err := volumes.New(volumes.Config{
 		RootDir: a.cfg.RootDir, Objects: d.source, Tokens: d.tokens, Node: node,
-		ResyncPeriod: a.cfg.VolumeResyncPeriod, Logger: a.log.Named("volumes"),
+		Logger: a.log.Named("volumes"),
 	})
 	if err != nil {
 		return nil, err

@@ -10,33 +10,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/wasmlet/wasmlet/host/internal/certificate"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/kubeletapi"
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 // servesKubeletAPI reports whether the kubelet API is served: a port is
 // set and clients can be authenticated (TokenReview through the cluster,
 // or x509 against a client CA, or anonymous by choice).
 func (a *Agent) servesKubeletAPI() bool {
-	return a.cfg.Port > 0 && (a.cluster != nil || a.cfg.ClientCAFile != "" || a.cfg.AnonymousAuth)
-}
-
-// authorizationMode is the kubelet API's authorization mode: the
-// configured one, else Webhook with an API server and AlwaysAllow without.
-func (a *Agent) authorizationMode() string {
-	if a.cfg.AuthorizationMode != "" {
-		return a.cfg.AuthorizationMode
-	}
-	if a.cluster == nil {
-		return kubeletapi.AuthorizationAlwaysAllow
-	}
-	return kubeletapi.AuthorizationWebhook
+	authn := a.cfg.Authentication
+	return *a.cfg.Port > 0 && (a.cluster != nil || authn.X509.ClientCAFile != "" || *authn.Anonymous.Enabled)
 }
 
 // newKubeletAPI builds the kubelet API server for node; with
-// RotateServerCertificates it spawns the serving certificate's manager.
+// ServerTLSBootstrap it spawns the serving certificate's manager.
 func (a *Agent) newKubeletAPI(node *v1.Node, spawn func(string, func(context.Context) error)) (*kubeletapi.Server, error) {
-	mode := a.authorizationMode()
 	var ips []string
 	var netIPs []net.IP
 	var names []string
@@ -54,7 +42,7 @@ func (a *Agent) newKubeletAPI(node *v1.Node, spawn func(string, func(context.Con
 		}
 	}
 	var getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
-	if a.cfg.RotateServerCertificates {
+	if a.cfg.ServerTLSBootstrap {
 		srv, err := certificate.NewServer(certificate.ServerConfig{
 			CertDir: a.cfg.CertDir, NodeName: a.cfg.NodeName, DNSNames: names, IPs: netIPs,
 			Client: a.cluster.Client(), Logger: a.log.Named("certificate"),
@@ -65,13 +53,18 @@ func (a *Agent) newKubeletAPI(node *v1.Node, spawn func(string, func(context.Con
 		spawn("serving certificate", srv.Run)
 		getCert = srv.GetCertificate
 	}
+	authn, authz := a.cfg.Authentication, a.cfg.Authorization
 	s, err := kubeletapi.New(kubeletapi.Config{
-		Address: a.cfg.SecureAddress, Port: a.cfg.Port, GetCertificate: getCert,
+		Address: a.cfg.SecureAddress, Port: *a.cfg.Port, GetCertificate: getCert,
 		TLSCertFile: a.cfg.TLSCertFile, TLSKeyFile: a.cfg.TLSPrivateKeyFile, CertDir: a.cfg.CertDir,
 		NodeName: a.cfg.NodeName, NodeIPs: ips,
-		ClientCAFile: a.cfg.ClientCAFile, Client: a.cluster.Client(), Anonymous: a.cfg.AnonymousAuth, Authorization: mode,
-		NoTokenReview: a.cfg.NoTokenReview,
-		Caches:        kubeletapi.CacheTTLs{Token: a.cfg.TokenCacheTTL, Authorized: a.cfg.AuthorizedCacheTTL, Unauthorized: a.cfg.UnauthorizedCacheTTL},
+		ClientCAFile: authn.X509.ClientCAFile, Client: a.cluster.Client(), Anonymous: *authn.Anonymous.Enabled,
+		Authorization: string(authz.Mode), NoTokenReview: !*authn.Webhook.Enabled,
+		Caches: kubeletapi.CacheTTLs{
+			Token:        authn.Webhook.CacheTTL.Duration,
+			Authorized:   authz.Webhook.CacheAuthorizedTTL.Duration,
+			Unauthorized: authz.Webhook.CacheUnauthorizedTTL.Duration,
+		},
 		Logs: kubeletapi.PodLogs(a.pods.PodByName, func(ctx context.Context, p *v1.Pod, c string, previous bool) (string, func() bool, error) {
 			return a.rt.LogFile(ctx, p, c, previous)
 		}),
@@ -100,7 +93,7 @@ func (a *Agent) runningPods(ctx context.Context) ([]v1.Pod, error) {
 	for _, p := range pods {
 		vp := v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID}}
 		for _, o := range p.Objects {
-			if !o.Sandbox && o.State == runtime.StateRunning {
+			if !o.Sandbox && o.State == container.StateRunning {
 				vp.Spec.Containers = append(vp.Spec.Containers, v1.Container{Name: o.Name})
 			}
 		}
@@ -115,22 +108,23 @@ func (a *Agent) runningPods(ctx context.Context) ([]v1.Pod, error) {
 // field names, for /configz.
 func (a *Agent) configz() any {
 	c := a.cfg
+	authn, authz := c.Authentication, c.Authorization
 	return map[string]any{
 		"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1",
-		"staticPodPath": c.StaticPodPath, "fileCheckFrequency": c.FileCheckFrequency.String(),
-		"clusterDomain": c.ClusterDomain, "containerRuntimeEndpoint": c.RuntimeEndpoint,
-		"imageServiceEndpoint": c.ImageEndpoint, "runtimeRequestTimeout": c.RuntimeRequestTimeout.String(),
-		"rootDir": c.RootDir, "podLogsDir": c.PodLogsDir, "syncFrequency": c.SyncFrequency.String(),
-		"housekeepingInterval": c.HousekeepingInterval.String(), "containerGCPeriod": c.ContainerGCPeriod.String(), "maxPods": c.MaxPods,
-		"volumeStatsAggPeriod": c.VolumeStatsAggPeriod.String(), "address": c.SecureAddress, "port": c.Port, "readOnlyPort": c.ReadOnlyPort,
+		"staticPodPath": c.StaticPodPath, "fileCheckFrequency": c.FileCheckFrequency.Duration.String(),
+		"clusterDomain": c.ClusterDomain, "containerRuntimeEndpoint": c.ContainerRuntimeEndpoint,
+		"imageServiceEndpoint": c.ImageServiceEndpoint, "runtimeRequestTimeout": c.RuntimeRequestTimeout.Duration.String(),
+		"rootDir": c.RootDir, "podLogsDir": c.PodLogsDir, "syncFrequency": c.SyncFrequency.Duration.String(),
+		"housekeepingInterval": c.HousekeepingInterval.Duration.String(), "containerGCPeriod": c.ContainerGCPeriod.Duration.String(), "maxPods": c.MaxPods,
+		"volumeStatsAggPeriod": c.VolumeStatsAggPeriod.Duration.String(), "address": c.SecureAddress, "port": *c.Port, "readOnlyPort": *c.ReadOnlyPort,
 		"tlsCertFile": c.TLSCertFile, "tlsPrivateKeyFile": c.TLSPrivateKeyFile,
-		"rotateCertificates": c.RotateCertificates, "serverTLSBootstrap": c.RotateServerCertificates,
+		"rotateCertificates": *c.RotateCertificates, "serverTLSBootstrap": c.ServerTLSBootstrap,
 		"authentication": map[string]any{
-			"x509":      map[string]any{"clientCAFile": c.ClientCAFile},
-			"webhook":   map[string]any{"enabled": a.cluster != nil && !c.NoTokenReview, "cacheTTL": c.TokenCacheTTL.String()},
-			"anonymous": map[string]any{"enabled": c.AnonymousAuth},
+			"x509":      map[string]any{"clientCAFile": authn.X509.ClientCAFile},
+			"webhook":   map[string]any{"enabled": a.cluster != nil && *authn.Webhook.Enabled, "cacheTTL": authn.Webhook.CacheTTL.Duration.String()},
+			"anonymous": map[string]any{"enabled": *authn.Anonymous.Enabled},
 		},
-		"authorization": map[string]any{"mode": a.authorizationMode(), "webhook": map[string]any{
-			"cacheAuthorizedTTL": c.AuthorizedCacheTTL.String(), "cacheUnauthorizedTTL": c.UnauthorizedCacheTTL.String()}},
+		"authorization": map[string]any{"mode": string(authz.Mode), "webhook": map[string]any{
+			"cacheAuthorizedTTL": authz.Webhook.CacheAuthorizedTTL.Duration.String(), "cacheUnauthorizedTTL": authz.Webhook.CacheUnauthorizedTTL.Duration.String()}},
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/extension"
 	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 // plugins is the agent's plugin directory: the Manager that loads and
@@ -29,7 +29,7 @@ func (a *Agent) newPlugins() (*plugins, error) {
 	if a.cfg.PluginDir == "" {
 		return nil, nil
 	}
-	idle := a.cfg.PluginIdleTimeout
+	idle := a.cfg.PluginIdleTimeout.Duration
 	if idle == 0 {
 		idle = -1 // pluginhost.Config: negative keeps plugins loaded
 	}
@@ -95,7 +95,7 @@ func (p *plugins) start(spawn func(string, func(context.Context) error)) {
 }
 
 // hooks are the runtime's hooks: the hook plugins, or none.
-func (p *plugins) hooks() runtime.Hooks {
+func (p *plugins) hooks() container.Hooks {
 	if p == nil {
 		return nil
 	}

@@ -11,8 +11,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/wasmlet/wasmlet/host/agent"
+	"github.com/wasmlet/wasmlet/host/apis/config/v1alpha1"
 	"github.com/wasmlet/wasmlet/host/wasiruntime"
 )
 
@@ -64,14 +66,12 @@ func newAgentFixture(t testing.TB) *agentFixture {
 	if err := wasiruntime.Precompile(context.Background(), rtRoot, agentImage); err != nil {
 		t.Fatal(err)
 	}
-	cfg := agent.Defaults()
-	cfg.NodeName = "n1"
-	cfg.StaticPodPath = f.manifests
-	cfg.RootDir = f.root
-	cfg.PodLogsDir = f.logs
-	cfg.ReadOnlyPort = 0
-	cfg.Logger = hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr})
-	a, err := agent.New(cfg)
+	a, err := agent.New(agent.Config{
+		WasmletConfiguration: v1alpha1.WasmletConfiguration{
+			NodeName: "n1", StaticPodPath: f.manifests, RootDir: f.root, PodLogsDir: f.logs, ReadOnlyPort: ptr.To(0),
+		},
+		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr}),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

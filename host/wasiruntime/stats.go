@@ -11,6 +11,8 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/wasmlet/wasmlet/host/internal/diskusage"
@@ -150,6 +152,67 @@ func (s *runtimeServer) ListContainerStats(_ context.Context, req *runtimeapi.Li
 			continue
 		}
 		resp.Stats = append(resp.Stats, r.stats(c))
+	}
+	return resp, nil
+}
+
+// sandboxStats is the CRI stats of a sandbox: its running containers'
+// stats, and their CPU time and linear memory summed as the pod's (there is
+// no accounting of a pod's own beside its containers').
+func (r *Runtime) sandboxStats(sb *runtimeapi.PodSandboxAttributes) *runtimeapi.PodSandboxStats {
+	out := &runtimeapi.PodSandboxStats{Attributes: sb, Linux: &runtimeapi.LinuxPodSandboxStats{}}
+	var cpu, mem uint64
+	for _, c := range r.containersOf(sb.Id) {
+		c.mu.Lock()
+		running := c.State == runtimeapi.ContainerState_CONTAINER_RUNNING
+		c.mu.Unlock()
+		if !running {
+			continue
+		}
+		st := r.stats(c)
+		out.Linux.Containers = append(out.Linux.Containers, st)
+		cpu += st.GetCpu().GetUsageCoreNanoSeconds().GetValue()
+		mem += st.GetMemory().GetWorkingSetBytes().GetValue()
+	}
+	now := time.Now().UnixNano()
+	out.Linux.Cpu = &runtimeapi.CpuUsage{Timestamp: now, UsageCoreNanoSeconds: &runtimeapi.UInt64Value{Value: cpu}}
+	out.Linux.Memory = &runtimeapi.MemoryUsage{Timestamp: now, WorkingSetBytes: &runtimeapi.UInt64Value{Value: mem}, UsageBytes: &runtimeapi.UInt64Value{Value: mem}}
+	return out
+}
+
+// readySandboxes are the attributes of the ready sandboxes that match
+// the ID and labels asked ("" and nil match all), taken under the lock.
+func (r *Runtime) readySandboxes(id string, labels map[string]string) []*runtimeapi.PodSandboxAttributes {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*runtimeapi.PodSandboxAttributes
+	for _, sb := range r.sandboxes {
+		if sb.State != runtimeapi.PodSandboxState_SANDBOX_READY || !matchID(sb.ID, id) || !matchLabels(sb.Labels, labels) {
+			continue
+		}
+		out = append(out, &runtimeapi.PodSandboxAttributes{Id: sb.ID, Metadata: sb.Metadata, Labels: sb.Labels, Annotations: sb.Annotations})
+	}
+	return out
+}
+
+// PodSandboxStats implements the CRI call for a ready sandbox: its running
+// containers' stats and their sums.
+func (s *runtimeServer) PodSandboxStats(_ context.Context, req *runtimeapi.PodSandboxStatsRequest) (*runtimeapi.PodSandboxStatsResponse, error) {
+	id := req.GetPodSandboxId()
+	sbs := s.r.readySandboxes(id, nil)
+	if id == "" || len(sbs) != 1 || sbs[0].Id != id {
+		return nil, status.Errorf(codes.NotFound, "no ready pod sandbox %q", id)
+	}
+	return &runtimeapi.PodSandboxStatsResponse{Stats: s.r.sandboxStats(sbs[0])}, nil
+}
+
+// ListPodSandboxStats implements the CRI call for the ready sandboxes that
+// match the filter, as containerd lists only ready ones.
+func (s *runtimeServer) ListPodSandboxStats(_ context.Context, req *runtimeapi.ListPodSandboxStatsRequest) (*runtimeapi.ListPodSandboxStatsResponse, error) {
+	f := req.GetFilter()
+	resp := &runtimeapi.ListPodSandboxStatsResponse{}
+	for _, sb := range s.r.readySandboxes(f.GetId(), f.GetLabelSelector()) {
+		resp.Stats = append(resp.Stats, s.r.sandboxStats(sb))
 	}
 	return resp, nil
 }

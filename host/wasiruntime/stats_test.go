@@ -84,3 +84,65 @@ func TestRuntime_ContainerStats_writableLayer(t *testing.T) {
 		t.Errorf("writable layer of %d inodes, want the root directory and the file at least", inodes)
 	}
 }
+
+// A ready sandbox's stats are its running containers' stats and their
+// sums; a stopped sandbox is not listed, and the filter's labels select.
+func TestRuntime_PodSandboxStats(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	a, aCfg := h.sandbox(t, "a", map[string]string{"app": "a"})
+	b, bCfg := h.sandbox(t, "b", map[string]string{"app": "b"})
+	stopped, _ := h.sandbox(t, "stopped", map[string]string{"app": "a"})
+	if err := h.rs.StopPodSandbox(ctx, stopped); err != nil {
+		t.Fatal(err)
+	}
+	one := h.run(t, a, aCfg, "one", []string{"sleep", "1h"}, nil)
+	two := h.run(t, a, aCfg, "two", []string{"sleep", "1h"}, nil)
+	h.run(t, b, bCfg, "three", []string{"sleep", "1h"}, nil)
+	done := h.run(t, a, aCfg, "done", []string{"echo", "bye"}, nil)
+	h.waitExit(t, done, 30*time.Second)
+
+	st, err := h.rs.PodSandboxStats(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Attributes.GetId() != a || st.Attributes.GetMetadata().GetName() != "a" {
+		t.Errorf("attributes %v, want sandbox %s named a", st.Attributes, a)
+	}
+	got := map[string]bool{}
+	var mem uint64
+	for _, c := range st.GetLinux().GetContainers() {
+		got[c.Attributes.Id] = true
+		mem += c.GetMemory().GetWorkingSetBytes().GetValue()
+	}
+	if len(got) != 2 || !got[one] || !got[two] {
+		t.Errorf("sandbox a's container stats %v, want its two running containers", got)
+	}
+	if m := st.GetLinux().GetMemory().GetWorkingSetBytes().GetValue(); m == 0 || m != mem {
+		t.Errorf("sandbox a's working set %d, want its containers' sum %d (not zero)", m, mem)
+	}
+	if st.GetLinux().GetCpu().GetUsageCoreNanoSeconds() == nil {
+		t.Errorf("sandbox a has no CPU usage")
+	}
+
+	list, err := h.rs.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, s := range list {
+		ids[s.Attributes.Id] = true
+	}
+	if len(ids) != 2 || !ids[a] || !ids[b] {
+		t.Errorf("ListPodSandboxStats: %v, want the two ready sandboxes %s and %s", ids, a, b)
+	}
+	list, err = h.rs.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{LabelSelector: map[string]string{"app": "b"}})
+	if err != nil || len(list) != 1 || list[0].Attributes.Id != b {
+		t.Errorf("ListPodSandboxStats app=b: %v, %v; want sandbox %s alone", list, err, b)
+	}
+	for _, id := range []string{stopped, "nope"} {
+		if _, err := h.rs.PodSandboxStats(ctx, id); status.Code(err) != codes.NotFound {
+			t.Errorf("PodSandboxStats(%s) = %v, want NotFound", id, err)
+		}
+	}
+}

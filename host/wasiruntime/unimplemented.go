@@ -41,16 +41,6 @@ func (s *runtimeServer) UpdateContainerResources(context.Context, *runtimeapi.Up
 	return nil, unimplemented("UpdateContainerResources", "the memory limit is fixed at start and CPU limits are not enforced")
 }
 
-// PodSandboxStats is not supported.
-func (s *runtimeServer) PodSandboxStats(context.Context, *runtimeapi.PodSandboxStatsRequest) (*runtimeapi.PodSandboxStatsResponse, error) {
-	return nil, unimplemented("PodSandboxStats", "no per-pod accounting")
-}
-
-// ListPodSandboxStats is not supported.
-func (s *runtimeServer) ListPodSandboxStats(context.Context, *runtimeapi.ListPodSandboxStatsRequest) (*runtimeapi.ListPodSandboxStatsResponse, error) {
-	return nil, unimplemented("ListPodSandboxStats", "no per-pod accounting")
-}
-
 // CheckpointContainer is not supported.
 func (s *runtimeServer) CheckpointContainer(context.Context, *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {
 	return nil, unimplemented("CheckpointContainer", "no checkpoint/restore")

@@ -19,7 +19,7 @@ import (
 	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
 )
 
-// Figures (issue 3, "Speed and memory"), on containerd: N host-network
+// Figures of speed and memory, on containerd: N host-network
 // pods from manifests to every container running through the agent, against
 // the same N pods started one after another by a bare CRI client in the
 // same run; and the agent's RSS with the N pods running and no plugins.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -155,13 +156,6 @@ func (c *Chain) record(attrs Attributes, d Decision) (Result, bool) {
 		r.Message = fmt.Sprintf("admitter %s: %s", name, r.Message)
 	}
 	r.Admit, r.Admitter = false, name
-	c.log.Debug("pod rejected", "pod", podName(attrs.Pod), "admitter", name, "reason", r.Reason, "message", r.Message)
+	c.log.Debug("pod rejected", "pod", podspec.Name(attrs.Pod), "admitter", name, "reason", r.Reason, "message", r.Message)
 	return r, true
-}
-
-func podName(p *v1.Pod) string {
-	if p == nil {
-		return ""
-	}
-	return p.Namespace + "/" + p.Name
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 )
 
 // Admitter returns the admission plugins as one admission.Admitter, for the
@@ -123,7 +124,7 @@ func (e *Extension) decide(attrs admission.Attributes, a answer) admission.Decis
 	d := admission.Decision{Admitter: a.p.Name()}
 	switch {
 	case a.err != nil:
-		if e.failed(a.p, abi.KindAdmission, "admit "+podName(attrs.Pod), a.err) {
+		if e.failed(a.p, abi.KindAdmission, "admit "+podspec.Name(attrs.Pod), a.err) {
 			d.Err = firstLine(a.err)
 		} else {
 			d.Result.Admit = true
@@ -131,7 +132,7 @@ func (e *Extension) decide(attrs admission.Attributes, a answer) admission.Decis
 	case a.resp.Allowed:
 		d.Result.Admit = true
 	default:
-		e.log.Info("admission plugin denied a pod", "plugin", a.p.Name(), "version", a.p.Manifest().Version, "pod", podName(attrs.Pod), "reason", a.resp.Reason, "message", a.resp.Message)
+		e.log.Info("admission plugin denied a pod", "plugin", a.p.Name(), "version", a.p.Manifest().Version, "pod", podspec.Name(attrs.Pod), "reason", a.resp.Reason, "message", a.resp.Message)
 		d.Result = admission.Result{Reason: a.resp.Reason, Message: a.resp.Message}
 	}
 	return d
@@ -178,11 +179,4 @@ func (c *encoder) admit(attrs admission.Attributes) (abi.AdmitRequest, error) {
 	next[attrs.Pod] = req.Pod
 	c.cache = next
 	return req, nil
-}
-
-func podName(p *v1.Pod) string {
-	if p == nil {
-		return ""
-	}
-	return p.Namespace + "/" + p.Name
 }

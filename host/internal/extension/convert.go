@@ -3,7 +3,7 @@ package extension
 import (
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/config"
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 )
 
 // The core (config, runtime) has its own types; the plugin ABI has its own,
@@ -52,17 +52,17 @@ func opToABI(op config.Op) (abi.Op, bool) {
 
 // hookPointToABI is the ABI's lifecycle point for the runtime's; false for a
 // point the ABI does not define.
-func hookPointToABI(p runtime.HookPoint) (abi.HookPoint, bool) {
+func hookPointToABI(p container.HookPoint) (abi.HookPoint, bool) {
 	switch p {
-	case runtime.HookPreSandbox:
+	case container.HookPreSandbox:
 		return abi.HookPreSandbox, true
-	case runtime.HookPreCreate:
+	case container.HookPreCreate:
 		return abi.HookPreCreate, true
-	case runtime.HookPostStart:
+	case container.HookPostStart:
 		return abi.HookPostStart, true
-	case runtime.HookPreStop:
+	case container.HookPreStop:
 		return abi.HookPreStop, true
-	case runtime.HookPodTerminated:
+	case container.HookPodTerminated:
 		return abi.HookPodTerminated, true
 	}
 	return "", false
@@ -70,33 +70,33 @@ func hookPointToABI(p runtime.HookPoint) (abi.HookPoint, bool) {
 
 // hookPointFromABI is the runtime's lifecycle point for the ABI's; false for
 // a point the runtime does not know.
-func hookPointFromABI(p abi.HookPoint) (runtime.HookPoint, bool) {
+func hookPointFromABI(p abi.HookPoint) (container.HookPoint, bool) {
 	switch p {
 	case abi.HookPreSandbox:
-		return runtime.HookPreSandbox, true
+		return container.HookPreSandbox, true
 	case abi.HookPreCreate:
-		return runtime.HookPreCreate, true
+		return container.HookPreCreate, true
 	case abi.HookPostStart:
-		return runtime.HookPostStart, true
+		return container.HookPostStart, true
 	case abi.HookPreStop:
-		return runtime.HookPreStop, true
+		return container.HookPreStop, true
 	case abi.HookPodTerminated:
-		return runtime.HookPodTerminated, true
+		return container.HookPodTerminated, true
 	}
 	return "", false
 }
 
 // adjustmentFromABI is the runtime's adjustment for a hook plugin's (nil for
 // nil). The maps are shared, not copied.
-func adjustmentFromABI(a *abi.Adjustment) *runtime.Adjustment {
+func adjustmentFromABI(a *abi.Adjustment) *container.Adjustment {
 	if a == nil {
 		return nil
 	}
-	out := &runtime.Adjustment{Labels: a.Labels, Annotations: a.Annotations}
+	out := &container.Adjustment{Labels: a.Labels, Annotations: a.Annotations}
 	if len(a.Env) > 0 {
-		out.Env = make([]runtime.EnvVar, len(a.Env))
+		out.Env = make([]container.EnvVar, len(a.Env))
 		for i, v := range a.Env {
-			out.Env[i] = runtime.EnvVar{Name: v.Name, Value: v.Value}
+			out.Env[i] = container.EnvVar{Name: v.Name, Value: v.Value}
 		}
 	}
 	return out

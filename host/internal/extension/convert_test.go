@@ -13,7 +13,7 @@ import (
 
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/config"
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 )
 
 // constants returns the string constants of type typeName declared in the
@@ -124,12 +124,12 @@ func TestOpToABI(t *testing.T) {
 }
 
 func TestHookPointFromABI(t *testing.T) {
-	want := map[abi.HookPoint]runtime.HookPoint{
-		abi.HookPreSandbox:    runtime.HookPreSandbox,
-		abi.HookPreCreate:     runtime.HookPreCreate,
-		abi.HookPostStart:     runtime.HookPostStart,
-		abi.HookPreStop:       runtime.HookPreStop,
-		abi.HookPodTerminated: runtime.HookPodTerminated,
+	want := map[abi.HookPoint]container.HookPoint{
+		abi.HookPreSandbox:    container.HookPreSandbox,
+		abi.HookPreCreate:     container.HookPreCreate,
+		abi.HookPostStart:     container.HookPostStart,
+		abi.HookPreStop:       container.HookPreStop,
+		abi.HookPodTerminated: container.HookPodTerminated,
 	}
 	points := constants(t, "github.com/wasmlet/wasmlet/abi", "HookPoint")
 	if len(points) != len(abi.HookPoints) {
@@ -155,11 +155,11 @@ func TestHookPointFromABI(t *testing.T) {
 }
 
 func TestHookPointToABI(t *testing.T) {
-	for _, v := range constants(t, "github.com/wasmlet/wasmlet/host/internal/runtime", "HookPoint") {
-		p := runtime.HookPoint(v)
+	for _, v := range constants(t, "github.com/wasmlet/wasmlet/host/internal/container", "HookPoint") {
+		p := container.HookPoint(v)
 		got, ok := hookPointToABI(p)
 		if !ok {
-			t.Errorf("runtime.HookPoint %q has no ABI hook point: add it to hookPointToABI and hookPointFromABI", p)
+			t.Errorf("container.HookPoint %q has no ABI hook point: add it to hookPointToABI and hookPointFromABI", p)
 			continue
 		}
 		if back, ok := hookPointFromABI(got); !ok || back != p {
@@ -180,20 +180,20 @@ func TestAdjustmentFromABI(t *testing.T) {
 		Labels:      map[string]string{"l": "v"},
 		Annotations: map[string]string{"a": "w"},
 	}
-	want := &runtime.Adjustment{
-		Env:         []runtime.EnvVar{{Name: "B", Value: "2"}, {Name: "A", Value: "1"}},
+	want := &container.Adjustment{
+		Env:         []container.EnvVar{{Name: "B", Value: "2"}, {Name: "A", Value: "1"}},
 		Labels:      map[string]string{"l": "v"},
 		Annotations: map[string]string{"a": "w"},
 	}
 	if got := adjustmentFromABI(in); !reflect.DeepEqual(got, want) {
 		t.Errorf("adjustmentFromABI = %+v, want %+v", got, want)
 	}
-	if got := adjustmentFromABI(&abi.Adjustment{}); !reflect.DeepEqual(got, &runtime.Adjustment{}) {
+	if got := adjustmentFromABI(&abi.Adjustment{}); !reflect.DeepEqual(got, &container.Adjustment{}) {
 		t.Errorf("adjustmentFromABI(empty) = %+v", got)
 	}
 	// Every field of the ABI's adjustment has its counterpart: a field added
 	// to abi.Adjustment must be translated too.
-	if a, r := reflect.TypeFor[abi.Adjustment]().NumField(), reflect.TypeFor[runtime.Adjustment]().NumField(); a != r {
-		t.Errorf("abi.Adjustment has %d fields, runtime.Adjustment %d: translate the new one in adjustmentFromABI", a, r)
+	if a, r := reflect.TypeFor[abi.Adjustment]().NumField(), reflect.TypeFor[container.Adjustment]().NumField(); a != r {
+		t.Errorf("abi.Adjustment has %d fields, container.Adjustment %d: translate the new one in adjustmentFromABI", a, r)
 	}
 }

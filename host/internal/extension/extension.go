@@ -5,7 +5,7 @@
 // /plugins shows every plugin's state and figures. It applies each plugin's
 // failure policy; the plugin host only reports failures. It is also the one
 // package that translates between the plugin ABI's types (package abi) and
-// the core's own (config.Op, runtime.HookPoint, runtime.Adjustment).
+// the core's own (config.Op, container.HookPoint, container.Adjustment).
 //
 // Every call looks the plugins up in the Manager afresh, so a hot reload (a
 // new version dropped into the plugin directory) changes verdicts, pods and

@@ -25,8 +25,8 @@ import (
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/internal/metrictest"
 )
 
@@ -220,25 +220,25 @@ func TestExtension_Hook(t *testing.T) {
 	install(t, dir, "env", "ok.wasm", []abi.Kind{abi.KindHook}, "order: 1\n")
 	e, _ := setup(t, dir, nil)
 	pod := testPod("p")
-	adj, err := e.Hook(context.Background(), runtime.HookPreCreate, pod, &pod.Spec.Containers[0])
-	if err != nil || adj == nil || len(adj.Env) != 1 || adj.Env[0] != (runtime.EnvVar{Name: "A", Value: "1"}) {
+	adj, err := e.Hook(context.Background(), container.HookPreCreate, pod, &pod.Spec.Containers[0])
+	if err != nil || adj == nil || len(adj.Env) != 1 || adj.Env[0] != (container.EnvVar{Name: "A", Value: "1"}) {
 		t.Fatalf("PreCreate: %+v, %v", adj, err)
 	}
-	if adj, err := e.Hook(context.Background(), runtime.HookPostStart, pod, &pod.Spec.Containers[0]); err != nil || adj != nil {
+	if adj, err := e.Hook(context.Background(), container.HookPostStart, pod, &pod.Spec.Containers[0]); err != nil || adj != nil {
 		t.Fatalf("PostStart: adjustments are not honoured there: %+v, %v", adj, err)
 	}
-	if adj, err := e.Hook(context.Background(), runtime.HookPreSandbox, pod, nil); err != nil || adj == nil || len(adj.Env) != 0 {
+	if adj, err := e.Hook(context.Background(), container.HookPreSandbox, pod, nil); err != nil || adj == nil || len(adj.Env) != 0 {
 		t.Fatalf("PreSandbox: env is for containers only: %+v, %v", adj, err)
 	}
 
 	install(t, dir, "hook-error", "src.wasm", []abi.Kind{abi.KindHook}, "order: 2\n")
 	e.mgr.Scan(context.Background())
-	if _, err := e.Hook(context.Background(), runtime.HookPreCreate, pod, &pod.Spec.Containers[0]); err == nil || !strings.Contains(err.Error(), "hook-error") || !strings.Contains(err.Error(), "no decision") {
+	if _, err := e.Hook(context.Background(), container.HookPreCreate, pod, &pod.Spec.Containers[0]); err == nil || !strings.Contains(err.Error(), "hook-error") || !strings.Contains(err.Error(), "no decision") {
 		t.Fatalf("failing hook under Fail: err = %v", err)
 	}
 	install(t, dir, "hook-error", "src.wasm", []abi.Kind{abi.KindHook}, "order: 2\nfailurePolicy: Ignore\n")
 	e.mgr.Scan(context.Background())
-	if adj, err := e.Hook(context.Background(), runtime.HookPreCreate, pod, &pod.Spec.Containers[0]); err != nil || adj == nil || len(adj.Env) != 1 {
+	if adj, err := e.Hook(context.Background(), container.HookPreCreate, pod, &pod.Spec.Containers[0]); err != nil || adj == nil || len(adj.Env) != 1 {
 		t.Fatalf("failing hook under Ignore: %+v, %v", adj, err)
 	}
 }

@@ -9,20 +9,21 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 )
 
-var _ runtime.Hooks = (*Extension)(nil)
+var _ container.Hooks = (*Extension)(nil)
 
 // Hook calls every hook plugin serving now, in manifest order, at point
-// (it implements runtime.Hooks). Their adjustments are merged in that order
+// (it implements container.Hooks). Their adjustments are merged in that order
 // (a later plugin's env variable, label or annotation replaces an earlier
 // one's of the same name); adjustments are only returned at PreSandbox and
 // PreCreate, where the ABI honours them. A failed call under policy Fail
 // stops there and returns an error naming the plugin; under Ignore it is
 // logged, counted and skipped.
-func (e *Extension) Hook(ctx context.Context, point runtime.HookPoint, pod *v1.Pod, container *v1.Container) (*runtime.Adjustment, error) {
+func (e *Extension) Hook(ctx context.Context, point container.HookPoint, pod *v1.Pod, c *v1.Container) (*container.Adjustment, error) {
 	ps := e.mgr.Hooks()
 	if len(ps) == 0 {
 		return nil, nil
@@ -34,21 +35,21 @@ func (e *Extension) Hook(ctx context.Context, point runtime.HookPoint, pod *v1.P
 	req := &abi.HookRequest{Point: ap}
 	var err error
 	if req.Pod, err = json.Marshal(pod); err != nil {
-		return nil, fmt.Errorf("%s hook: encode pod %s: %w", point, podName(pod), err)
+		return nil, fmt.Errorf("%s hook: encode pod %s: %w", point, podspec.Name(pod), err)
 	}
-	if container != nil {
-		if req.Container, err = json.Marshal(container); err != nil {
-			return nil, fmt.Errorf("%s hook: encode container %s: %w", point, container.Name, err)
+	if c != nil {
+		if req.Container, err = json.Marshal(c); err != nil {
+			return nil, fmt.Errorf("%s hook: encode container %s: %w", point, c.Name, err)
 		}
 	}
-	honoured := point == runtime.HookPreSandbox || point == runtime.HookPreCreate
+	honoured := point == container.HookPreSandbox || point == container.HookPreCreate
 	var out *abi.Adjustment
 	for _, p := range ps {
 		p, resp, err := retryClosed(e, p, func(p *pluginhost.Plugin) (*abi.HookResponse, error) { return p.Hook(ctx, req) })
 		if err != nil {
-			what := string(point) + " " + podName(pod)
-			if container != nil {
-				what += " container " + container.Name
+			what := string(point) + " " + podspec.Name(pod)
+			if c != nil {
+				what += " container " + c.Name
 			}
 			if e.failed(p, abi.KindHook, what, err) {
 				return nil, fmt.Errorf("hook plugin %s failed (failurePolicy Fail): %w", p.Name(), firstLine(err))
@@ -58,7 +59,7 @@ func (e *Extension) Hook(ctx context.Context, point runtime.HookPoint, pod *v1.P
 		if !honoured || resp.Adjustment == nil {
 			continue
 		}
-		out = merge(out, resp.Adjustment, point == runtime.HookPreCreate)
+		out = merge(out, resp.Adjustment, point == container.HookPreCreate)
 	}
 	return adjustmentFromABI(out), nil
 }

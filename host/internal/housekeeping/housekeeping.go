@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/worker"
 )
 
@@ -40,10 +40,10 @@ type Workers interface {
 // Runtime lists and collects the runtime's pods.
 type Runtime interface {
 	// GetPods lists the pods in the runtime.
-	GetPods(ctx context.Context) ([]*runtime.Pod, error)
+	GetPods(ctx context.Context) ([]*container.Pod, error)
 	// GarbageCollect removes dead containers and sandboxes, and the
 	// directories of pods keep does not keep.
-	GarbageCollect(ctx context.Context, pods []*runtime.Pod, keep func(types.UID) bool) error
+	GarbageCollect(ctx context.Context, pods []*container.Pod, keep func(types.UID) bool) error
 }
 
 // Statuses are the pods with a recorded status.
@@ -163,9 +163,9 @@ func (c *Cleaner) clean(ctx context.Context) {
 
 // live reports whether any of the pod's sandboxes or containers runs or
 // is about to.
-func live(p *runtime.Pod) bool {
+func live(p *container.Pod) bool {
 	for _, o := range p.Objects {
-		if o.State == runtime.StateRunning || o.State == runtime.StateCreated {
+		if o.State == container.StateRunning || o.State == container.StateCreated {
 			return true
 		}
 	}

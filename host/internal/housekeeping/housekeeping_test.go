@@ -9,24 +9,24 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/worker"
 )
 
 type noPods struct{}
 
-func (noPods) Pods() []*v1.Pod                                 { return nil }
-func (noPods) PodByUID(types.UID) (*v1.Pod, bool)              { return nil, false }
-func (noPods) Known() []types.UID                              { return nil }
-func (noPods) Update(worker.Update)                            {}
-func (noPods) GetPods(context.Context) ([]*runtime.Pod, error) { return nil, nil }
+func (noPods) Pods() []*v1.Pod                                   { return nil }
+func (noPods) PodByUID(types.UID) (*v1.Pod, bool)                { return nil, false }
+func (noPods) Known() []types.UID                                { return nil }
+func (noPods) Update(worker.Update)                              {}
+func (noPods) GetPods(context.Context) ([]*container.Pod, error) { return nil, nil }
 
 type countingRuntime struct {
 	noPods
 	collections int
 }
 
-func (r *countingRuntime) GarbageCollect(context.Context, []*runtime.Pod, func(types.UID) bool) error {
+func (r *countingRuntime) GarbageCollect(context.Context, []*container.Pod, func(types.UID) bool) error {
 	r.collections++
 	return nil
 }

@@ -20,9 +20,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"k8s.io/apimachinery/pkg/util/wait"
-
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 // The kubelet's defaults (containerLogMaxSize, containerLogMaxFiles,
@@ -45,7 +44,7 @@ const (
 // (runtime.Manager).
 type Runtime interface {
 	// RunningContainerLogs are the running containers' log files.
-	RunningContainerLogs(ctx context.Context) ([]runtime.ContainerLog, error)
+	RunningContainerLogs(ctx context.Context) ([]container.ContainerLog, error)
 	// ReopenContainerLog makes the runtime write to a new file at the
 	// container's log path.
 	ReopenContainerLog(ctx context.Context, id string) error
@@ -153,7 +152,7 @@ func (r *Rotator) RotateOnce(ctx context.Context) error {
 // rotate trims the rotated files to MaxFiles-2, compresses all of them,
 // then renames the live log away and has the runtime reopen it (renamed
 // back when the runtime fails, to try again next time).
-func (r *Rotator) rotate(ctx context.Context, l runtime.ContainerLog) error {
+func (r *Rotator) rotate(ctx context.Context, l container.ContainerLog) error {
 	rotated, err := filepath.Glob(globEscape(l.Path) + ".*")
 	if err != nil {
 		return err

@@ -12,18 +12,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 )
 
 // fakeRuntime has containers whose logs it reopens as a runtime does: a
 // new empty file at the path.
 type fakeRuntime struct {
-	logs     []runtime.ContainerLog
+	logs     []container.ContainerLog
 	reopened []string
 	fail     error
 }
 
-func (f *fakeRuntime) RunningContainerLogs(context.Context) ([]runtime.ContainerLog, error) {
+func (f *fakeRuntime) RunningContainerLogs(context.Context) ([]container.ContainerLog, error) {
 	return f.logs, nil
 }
 
@@ -89,7 +89,7 @@ func TestRotateOnce(t *testing.T) {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 	}
 	os.WriteFile(small, []byte("0123456789"), 0o640)
-	rt := &fakeRuntime{logs: []runtime.ContainerLog{{ID: "big", Path: big}, {ID: "small", Path: small}}}
+	rt := &fakeRuntime{logs: []container.ContainerLog{{ID: "big", Path: big}, {ID: "small", Path: small}}}
 	r, err := New(Config{Runtime: rt, MaxSize: 10, MaxFiles: 3, Now: clock()})
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestRotateOnce_reopenFails(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "0.log")
 	os.WriteFile(p, []byte("0123456789abc"), 0o640)
-	rt := &fakeRuntime{logs: []runtime.ContainerLog{{ID: "c", Path: p}}, fail: errors.New("runtime says no")}
+	rt := &fakeRuntime{logs: []container.ContainerLog{{ID: "c", Path: p}}, fail: errors.New("runtime says no")}
 	r, _ := New(Config{Runtime: rt, MaxSize: 10, Now: clock()})
 	err := r.RotateOnce(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "runtime says no") || !strings.Contains(err.Error(), "container c") {
@@ -152,7 +152,7 @@ func TestRotateOnce_leftoversAndMissing(t *testing.T) {
 	os.WriteFile(p+".20250101-000001", []byte("old"), 0o640)
 	os.WriteFile(p+".20250101-000001.gz", []byte("x"), 0o640)
 	missing := filepath.Join(dir, "1.log")
-	rt := &fakeRuntime{logs: []runtime.ContainerLog{{ID: "c", Path: p}, {ID: "m", Path: missing}}}
+	rt := &fakeRuntime{logs: []container.ContainerLog{{ID: "c", Path: p}, {ID: "m", Path: missing}}}
 	r, _ := New(Config{Runtime: rt, MaxSize: 10, MaxFiles: 5, Now: clock()})
 	if err := r.RotateOnce(context.Background()); err != nil {
 		t.Fatal(err)

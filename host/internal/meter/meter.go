@@ -121,7 +121,7 @@ func FromContext(ctx context.Context) *Call {
 }
 
 // epoch anchors Now: time.Since on a monotonic reading reads one clock, where
-// time.Now reads two (and a clock read costs ~100 ns on this project's VMs).
+// time.Now reads two (and a clock read can cost ~100 ns on a virtual machine).
 var epoch = time.Now()
 
 // Now is the monotonic clock deadlines are on.

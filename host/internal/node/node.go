@@ -1,4 +1,4 @@
-// Package node describes this machine as a v1.Node: name, labels,
+// Package node describes the host the agent runs on as a v1.Node: name, labels,
 // capacity and allocatable (cpu, memory, ephemeral storage, pods),
 // addresses and node info. Admission uses it and /pods reports its name and
 // addresses; registration with an API server builds on it later.

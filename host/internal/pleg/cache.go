@@ -5,9 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 // Cache holds the latest runtime status of every pod, stamped with when it
@@ -21,7 +20,7 @@ type Cache struct {
 }
 
 type cacheEntry struct {
-	status   *runtime.PodStatus
+	status   *container.PodStatus
 	err      error
 	modified time.Time
 }
@@ -33,23 +32,23 @@ func NewCache() *Cache {
 
 // Get returns the pod's cached status; an unknown pod has an empty status
 // (the runtime holds nothing of it, as far as the cache knows).
-func (c *Cache) Get(uid types.UID) (*runtime.PodStatus, error) {
+func (c *Cache) Get(uid types.UID) (*container.PodStatus, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.getLocked(uid)
 }
 
-func (c *Cache) getLocked(uid types.UID) (*runtime.PodStatus, error) {
+func (c *Cache) getLocked(uid types.UID) (*container.PodStatus, error) {
 	e, ok := c.pods[uid]
 	if !ok {
-		return &runtime.PodStatus{UID: uid, Timestamp: c.global}, nil
+		return &container.PodStatus{UID: uid, Timestamp: c.global}, nil
 	}
 	return e.status, e.err
 }
 
 // GetNewerThan blocks until the pod's status (or the whole cache) is newer
 // than t, then returns it; it returns ctx's error if ctx ends first.
-func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, t time.Time) (*runtime.PodStatus, error) {
+func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, t time.Time) (*container.PodStatus, error) {
 	for {
 		c.mu.Lock()
 		e, ok := c.pods[uid]
@@ -70,7 +69,7 @@ func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, t time.Time) (*
 
 // Set records the pod's status (or the error reading it) as of t. An
 // older status than the one held is ignored.
-func (c *Cache) Set(uid types.UID, s *runtime.PodStatus, err error, t time.Time) {
+func (c *Cache) Set(uid types.UID, s *container.PodStatus, err error, t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.pods[uid]; ok && e.modified.After(t) {
@@ -105,18 +104,18 @@ func (c *Cache) wakeLocked() {
 
 // matches reports whether the cached status of the pod holds exactly the
 // objects of a relist, in the same states.
-func (c *Cache) matches(uid types.UID, pod *runtime.Pod) bool {
+func (c *Cache) matches(uid types.UID, pod *container.Pod) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.pods[uid]
 	if !ok || e.err != nil || e.status == nil || len(e.status.Sandboxes)+len(e.status.Containers) != len(pod.Objects) {
 		return false
 	}
-	states := make(map[string]runtime.ContainerState, len(pod.Objects))
+	states := make(map[string]container.ContainerState, len(pod.Objects))
 	for _, s := range e.status.Sandboxes {
-		st := runtime.StateExited
+		st := container.StateExited
 		if s.Ready {
-			st = runtime.StateRunning
+			st = container.StateRunning
 		}
 		states[s.ID] = st
 	}

@@ -15,9 +15,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 // EventType is the kind of a lifecycle event.
@@ -47,10 +46,10 @@ type Event struct {
 
 // Runtime is what the PLEG needs of the runtime; *runtime.Manager has it.
 type Runtime interface {
-	GetPods(ctx context.Context) ([]*runtime.Pod, error)
+	GetPods(ctx context.Context) ([]*container.Pod, error)
 	// PodStatus reads the statuses of a pod the relist found, without
 	// listing again, dated by the relist.
-	PodStatus(ctx context.Context, pod *runtime.Pod, listedAt time.Time) (*runtime.PodStatus, error)
+	PodStatus(ctx context.Context, pod *container.Pod, listedAt time.Time) (*container.PodStatus, error)
 }
 
 // Config configures a PLEG.
@@ -85,7 +84,7 @@ type PLEG struct {
 	// relistErr is the error of the last relist, nil when it succeeded.
 	relistErr atomic.Pointer[relistFailure]
 	// records is the last relist's view of each pod; only Run touches it.
-	records   map[types.UID]*runtime.Pod
+	records   map[types.UID]*container.Pod
 	reinspect map[types.UID]bool
 }
 
@@ -119,7 +118,7 @@ func New(cfg Config) (*PLEG, error) {
 			Help:    "Duration of one PLEG relist of the runtime.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
-		records:   map[types.UID]*runtime.Pod{},
+		records:   map[types.UID]*container.Pod{},
 		reinspect: map[types.UID]bool{},
 	}
 	if cfg.Registerer != nil {
@@ -206,7 +205,7 @@ func (p *PLEG) Relist(ctx context.Context) error {
 	p.relistErr.Store(nil)
 	p.lastRelist.Store(ts.UnixNano())
 
-	current := make(map[types.UID]*runtime.Pod, len(pods))
+	current := make(map[types.UID]*container.Pod, len(pods))
 	for _, pod := range pods {
 		current[pod.UID] = pod
 	}
@@ -217,7 +216,7 @@ func (p *PLEG) Relist(ctx context.Context) error {
 		}
 	}
 	// Pods to read: those with events and those whose last read failed.
-	toRead := map[types.UID]*runtime.Pod{}
+	toRead := map[types.UID]*container.Pod{}
 	for uid := range eventsByPod {
 		toRead[uid] = current[uid]
 	}
@@ -257,7 +256,7 @@ func (p *PLEG) Relist(ctx context.Context) error {
 
 // updateCache reads the status of each pod in parallel and stores it; it
 // returns the pods whose read failed.
-func (p *PLEG) updateCache(ctx context.Context, pods map[types.UID]*runtime.Pod, ts time.Time) map[types.UID]bool {
+func (p *PLEG) updateCache(ctx context.Context, pods map[types.UID]*container.Pod, ts time.Time) map[types.UID]bool {
 	var (
 		mu     sync.Mutex
 		failed = map[types.UID]bool{}
@@ -272,7 +271,7 @@ func (p *PLEG) updateCache(ctx context.Context, pods map[types.UID]*runtime.Pod,
 		}
 		if pod == nil {
 			// Gone from the runtime: an empty status.
-			p.cache.Set(uid, &runtime.PodStatus{UID: uid, Timestamp: ts}, nil, ts)
+			p.cache.Set(uid, &container.PodStatus{UID: uid, Timestamp: ts}, nil, ts)
 			continue
 		}
 		wg.Add(1)
@@ -294,7 +293,7 @@ func (p *PLEG) updateCache(ctx context.Context, pods map[types.UID]*runtime.Pod,
 	return failed
 }
 
-func union(a, b map[types.UID]*runtime.Pod) map[types.UID]bool {
+func union(a, b map[types.UID]*container.Pod) map[types.UID]bool {
 	u := make(map[types.UID]bool, len(a)+len(b))
 	for k := range a {
 		u[k] = true
@@ -306,9 +305,9 @@ func union(a, b map[types.UID]*runtime.Pod) map[types.UID]bool {
 }
 
 // computeEvents compares a pod's objects between two relists.
-func computeEvents(uid types.UID, old, cur *runtime.Pod) []Event {
-	state := func(p *runtime.Pod) map[string]runtime.ContainerState {
-		m := map[string]runtime.ContainerState{}
+func computeEvents(uid types.UID, old, cur *container.Pod) []Event {
+	state := func(p *container.Pod) map[string]container.ContainerState {
+		m := map[string]container.ContainerState{}
 		if p != nil {
 			for _, o := range p.Objects {
 				m[o.ID] = o.State
@@ -321,7 +320,7 @@ func computeEvents(uid types.UID, old, cur *runtime.Pod) []Event {
 	for id, was := range os {
 		now, ok := cs[id]
 		switch {
-		case !ok && was == runtime.StateExited:
+		case !ok && was == container.StateExited:
 			events = append(events, Event{uid, ContainerRemoved, id})
 		case !ok:
 			events = append(events, Event{uid, ContainerDied, id}, Event{uid, ContainerRemoved, id})
@@ -337,11 +336,11 @@ func computeEvents(uid types.UID, old, cur *runtime.Pod) []Event {
 	return events
 }
 
-func event(uid types.UID, s runtime.ContainerState, id string) Event {
+func event(uid types.UID, s container.ContainerState, id string) Event {
 	switch s {
-	case runtime.StateRunning:
+	case container.StateRunning:
 		return Event{uid, ContainerStarted, id}
-	case runtime.StateExited:
+	case container.StateExited:
 		return Event{uid, ContainerDied, id}
 	}
 	return Event{uid, ContainerChanged, id}

@@ -16,6 +16,7 @@ import (
 	apitest "k8s.io/cri-api/pkg/apis/testing"
 	"k8s.io/cri-client/pkg/fake"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
@@ -72,7 +73,7 @@ func TestPLEG_Relist(t *testing.T) {
 		t.Fatalf("events = %v", got)
 	}
 	st, err := p.Cache().Get("u1")
-	if err != nil || st.FindContainer("c") == nil || st.FindContainer("c").State != runtime.StateRunning {
+	if err != nil || st.FindContainer("c") == nil || st.FindContainer("c").State != container.StateRunning {
 		t.Fatalf("cache = %+v, %v", st, err)
 	}
 	// Nothing changed: no events.
@@ -96,7 +97,7 @@ func TestPLEG_Relist(t *testing.T) {
 		t.Fatalf("events = %v", got)
 	}
 	st, _ = p.Cache().Get("u1")
-	if c := st.FindContainer("c"); c.State != runtime.StateExited || c.ExitCode != 1 {
+	if c := st.FindContainer("c"); c.State != container.StateExited || c.ExitCode != 1 {
 		t.Fatalf("cache after death = %+v", c)
 	}
 	// Removed from the runtime.
@@ -137,7 +138,7 @@ func TestPLEG_RelistRetriesFailedInspection(t *testing.T) {
 func TestCache_GetNewerThan(t *testing.T) {
 	c := NewCache()
 	t0 := time.Now()
-	done := make(chan *runtime.PodStatus)
+	done := make(chan *container.PodStatus)
 	go func() {
 		s, _ := c.GetNewerThan(context.Background(), "u", t0)
 		done <- s
@@ -147,12 +148,12 @@ func TestCache_GetNewerThan(t *testing.T) {
 		t.Fatal("returned before a newer status")
 	case <-time.After(20 * time.Millisecond):
 	}
-	c.Set("u", &runtime.PodStatus{UID: "u", Name: "x"}, nil, t0.Add(time.Millisecond))
+	c.Set("u", &container.PodStatus{UID: "u", Name: "x"}, nil, t0.Add(time.Millisecond))
 	if s := <-done; s.Name != "x" {
 		t.Fatalf("status = %+v", s)
 	}
 	// An older Set does not replace a newer one.
-	c.Set("u", &runtime.PodStatus{UID: "u", Name: "old"}, nil, t0)
+	c.Set("u", &container.PodStatus{UID: "u", Name: "old"}, nil, t0)
 	if s, _ := c.Get("u"); s.Name != "x" {
 		t.Errorf("older status replaced newer: %+v", s)
 	}
@@ -277,7 +278,7 @@ func TestPLEG_InspectsWithoutListing(t *testing.T) {
 	}
 	for _, uid := range []types.UID{"u1", "u2", "u3"} {
 		st, err := p.Cache().Get(uid)
-		if err != nil || len(st.Sandboxes) != 1 || !st.Sandboxes[0].Ready || len(st.Containers) != 1 || st.Containers[0].State != runtime.StateRunning || st.Name != string(uid) {
+		if err != nil || len(st.Sandboxes) != 1 || !st.Sandboxes[0].Ready || len(st.Containers) != 1 || st.Containers[0].State != container.StateRunning || st.Name != string(uid) {
 			t.Errorf("cached status of %s = %+v, %v", uid, st, err)
 		}
 	}

@@ -1,7 +1,6 @@
 package podenv
 
 import (
-	"sort"
 	"strings"
 )
 
@@ -30,16 +29,6 @@ func (e *orderedEnv) list() []EnvVar {
 		out = append(out, EnvVar{Name: n, Value: e.values[n]})
 	}
 	return out
-}
-
-// sortedKeys is m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // usableName reports whether an envFrom key can name a variable at all:

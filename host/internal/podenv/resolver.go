@@ -3,6 +3,8 @@ package podenv
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -185,7 +187,7 @@ func (r *Resolver) addEnvFrom(ctx context.Context, env *orderedEnv, objs *object
 	default:
 		return nil
 	}
-	for _, k := range sortedKeys(data) {
+	for _, k := range slices.Sorted(maps.Keys(data)) {
 		if !usableName(k) {
 			// The API allows no such key; one from a local source
 			// could not be passed to the container.

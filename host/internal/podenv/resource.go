@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -31,7 +32,7 @@ func ResourceValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Container, n
 		if pod == nil {
 			return "", fmt.Errorf("container %s not found", fs.ContainerName)
 		}
-		c = findContainer(pod, fs.ContainerName)
+		c = podspec.FindContainer(pod, fs.ContainerName)
 		if c == nil {
 			return "", fmt.Errorf("container %s not found", fs.ContainerName)
 		}
@@ -44,19 +45,6 @@ func ResourceValue(fs *v1.ResourceFieldSelector, pod *v1.Pod, c *v1.Container, n
 		allocatable = defaultLimits(pod, node.Status.Allocatable)
 	}
 	return containerResourceValue(fs, c.Resources.Requests, withDefaults(c.Resources.Limits, allocatable))
-}
-
-// findContainer is the pod's container or, failing that, init container
-// named name, or nil.
-func findContainer(pod *v1.Pod, name string) *v1.Container {
-	for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
-		for i := range list {
-			if list[i].Name == name {
-				return &list[i]
-			}
-		}
-	}
-	return nil
 }
 
 // defaultedResources are the resources whose unset limits are defaulted;

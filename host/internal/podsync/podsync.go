@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/pacer"
 	"github.com/wasmlet/wasmlet/host/internal/podstate"
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/host/internal/status"
 	"github.com/wasmlet/wasmlet/host/internal/worker"
 )
@@ -29,11 +29,11 @@ type Runtime interface {
 	// Name is the runtime's name, the scheme of container IDs.
 	Name() string
 	// SyncPod brings the pod's sandbox and containers to its spec.
-	SyncPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus, backOff *flowcontrol.Backoff) runtime.SyncResult
+	SyncPod(ctx context.Context, pod *v1.Pod, status *container.PodStatus, backOff *flowcontrol.Backoff) container.SyncResult
 	// KillPod stops the pod's containers and sandbox.
-	KillPod(ctx context.Context, pod *v1.Pod, status *runtime.PodStatus, gracePeriodOverride *int64) error
+	KillPod(ctx context.Context, pod *v1.Pod, status *container.PodStatus, gracePeriodOverride *int64) error
 	// GetPodStatus reads the pod's state from the runtime.
-	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*runtime.PodStatus, error)
+	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error)
 	// WaitingReason is the reason of a container's last failed start.
 	WaitingReason(uid types.UID, container string) (reason, message string, ok bool)
 }
@@ -41,9 +41,9 @@ type Runtime interface {
 // Cache is the PLEG's cache of runtime pod states.
 type Cache interface {
 	// GetNewerThan blocks until the pod's state is newer than t.
-	GetNewerThan(ctx context.Context, uid types.UID, t time.Time) (*runtime.PodStatus, error)
+	GetNewerThan(ctx context.Context, uid types.UID, t time.Time) (*container.PodStatus, error)
 	// Set records the pod's state as of t.
-	Set(uid types.UID, s *runtime.PodStatus, err error, t time.Time)
+	Set(uid types.UID, s *container.PodStatus, err error, t time.Time)
 }
 
 // Statuses keeps the latest API status of every pod.
@@ -220,13 +220,13 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 // unknown RuntimeClass, a runtime error), "Failed" ("Error: <message>")
 // when a container could not be made or run, "BackOff" while it is in
 // crash-loop or image-pull back-off.
-func (s *Syncer) stepEvents(p *v1.Pod, res runtime.SyncResult) {
+func (s *Syncer) stepEvents(p *v1.Pod, res container.SyncResult) {
 	for _, st := range res.Steps {
 		switch {
 		case st.Err == nil:
-		case errors.Is(st.Err, runtime.ErrCrashLoopBackOff):
+		case errors.Is(st.Err, container.ErrCrashLoopBackOff):
 			s.cfg.Events.Event(p, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container "+st.Target+" in pod "+p.Name+"_"+p.Namespace+"("+string(p.UID)+")")
-		case errors.Is(st.Err, runtime.ErrImagePullBackOff):
+		case errors.Is(st.Err, container.ErrImagePullBackOff):
 			s.cfg.Events.Event(p, v1.EventTypeNormal, "BackOff", st.Message)
 		case st.Action == "CreatePodSandbox":
 			s.cfg.Events.Event(p, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: "+st.Message)
@@ -308,7 +308,7 @@ func (s *Syncer) Terminated(p *v1.Pod) {
 // readBack reads the pod's runtime status right after the agent changed
 // it and puts it in the PLEG cache as of when it was read; false when the
 // read failed (the next relist reads it).
-func (s *Syncer) readBack(ctx context.Context, p *v1.Pod) (*runtime.PodStatus, bool) {
+func (s *Syncer) readBack(ctx context.Context, p *v1.Pod) (*container.PodStatus, bool) {
 	fresh, err := s.cfg.Runtime.GetPodStatus(ctx, p.UID, p.Name, p.Namespace)
 	if err != nil {
 		return nil, false
@@ -317,7 +317,7 @@ func (s *Syncer) readBack(ctx context.Context, p *v1.Pod) (*runtime.PodStatus, b
 	return fresh, true
 }
 
-func (s *Syncer) generate(p *v1.Pod, rs *runtime.PodStatus, prev *v1.PodStatus) v1.PodStatus {
+func (s *Syncer) generate(p *v1.Pod, rs *container.PodStatus, prev *v1.PodStatus) v1.PodStatus {
 	in := status.Input{Pod: p, Runtime: rs, Previous: prev, RuntimeName: s.cfg.Runtime.Name(), HostIPs: s.cfg.HostIPs, Waiting: s.cfg.Runtime.WaitingReason}
 	if s.cfg.Probes != nil {
 		in.Probes = s.cfg.Probes

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/podstate"
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/host/internal/status"
 	"github.com/wasmlet/wasmlet/host/internal/worker"
 )
@@ -28,12 +28,12 @@ func TestStepEvents(t *testing.T) {
 	rec := &recorded{}
 	s := &Syncer{cfg: Config{Events: rec}}
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
-	s.stepEvents(p, runtime.SyncResult{Steps: []runtime.StepResult{
+	s.stepEvents(p, container.SyncResult{Steps: []container.StepResult{
 		{Action: "CreatePodSandbox", Target: "ns/p"},
-		{Action: "StartContainer", Target: "a", Err: runtime.ErrCreateContainerConfig, Message: "container has runAsNonRoot and image will run as root"},
-		{Action: "StartContainer", Target: "b", Err: runtime.ErrCrashLoopBackOff, Message: "back-off 10s"},
+		{Action: "StartContainer", Target: "a", Err: container.ErrCreateContainerConfig, Message: "container has runAsNonRoot and image will run as root"},
+		{Action: "StartContainer", Target: "b", Err: container.ErrCrashLoopBackOff, Message: "back-off 10s"},
 		{Action: "StartContainer", Target: "c"},
-		{Action: "CreatePodSandbox", Target: "ns/p", Err: runtime.ErrCreateSandbox, Message: `runtimeclass.node.k8s.io "late" not found`},
+		{Action: "CreatePodSandbox", Target: "ns/p", Err: container.ErrCreateSandbox, Message: `runtimeclass.node.k8s.io "late" not found`},
 	}})
 	want := []string{
 		"Warning Failed: Error: container has runAsNonRoot and image will run as root",
@@ -55,28 +55,28 @@ type fakeRuntime struct {
 }
 
 func (f *fakeRuntime) Name() string { return "fake" }
-func (f *fakeRuntime) SyncPod(context.Context, *v1.Pod, *runtime.PodStatus, *flowcontrol.Backoff) runtime.SyncResult {
+func (f *fakeRuntime) SyncPod(context.Context, *v1.Pod, *container.PodStatus, *flowcontrol.Backoff) container.SyncResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.synced++
-	return runtime.SyncResult{}
+	return container.SyncResult{}
 }
-func (f *fakeRuntime) KillPod(_ context.Context, _ *v1.Pod, _ *runtime.PodStatus, o *int64) error {
+func (f *fakeRuntime) KillPod(_ context.Context, _ *v1.Pod, _ *container.PodStatus, o *int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.killed, f.override = true, o
 	return nil
 }
-func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*runtime.PodStatus, error) {
+func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*container.PodStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	start := time.Now().Add(-time.Minute)
-	s := &runtime.PodStatus{UID: uid, Name: name, Namespace: ns, Timestamp: time.Now(),
-		Sandboxes:  []*runtime.SandboxStatus{{ID: "sb", Ready: !f.killed, CreatedAt: start}},
-		Containers: []*runtime.ContainerStatus{{ID: "ctr", SandboxID: "sb", Name: "c", State: runtime.StateRunning, CreatedAt: start, StartedAt: start}},
+	s := &container.PodStatus{UID: uid, Name: name, Namespace: ns, Timestamp: time.Now(),
+		Sandboxes:  []*container.SandboxStatus{{ID: "sb", Ready: !f.killed, CreatedAt: start}},
+		Containers: []*container.ContainerStatus{{ID: "ctr", SandboxID: "sb", Name: "c", State: container.StateRunning, CreatedAt: start, StartedAt: start}},
 	}
 	if f.killed {
-		s.Containers[0].State, s.Containers[0].ExitCode, s.Containers[0].Reason, s.Containers[0].FinishedAt = runtime.StateExited, 137, "Error", time.Now()
+		s.Containers[0].State, s.Containers[0].ExitCode, s.Containers[0].Reason, s.Containers[0].FinishedAt = container.StateExited, 137, "Error", time.Now()
 	}
 	return s, nil
 }
@@ -85,10 +85,10 @@ func (f *fakeRuntime) WaitingReason(types.UID, string) (string, string, bool) { 
 // runtimeCache is a PLEG cache that reads the runtime on every call.
 type runtimeCache struct{ rt *fakeRuntime }
 
-func (c runtimeCache) GetNewerThan(ctx context.Context, uid types.UID, _ time.Time) (*runtime.PodStatus, error) {
+func (c runtimeCache) GetNewerThan(ctx context.Context, uid types.UID, _ time.Time) (*container.PodStatus, error) {
 	return c.rt.GetPodStatus(ctx, uid, "p", "ns")
 }
-func (runtimeCache) Set(types.UID, *runtime.PodStatus, error, time.Time) {}
+func (runtimeCache) Set(types.UID, *container.PodStatus, error, time.Time) {}
 
 type onePod struct{ p *v1.Pod }
 

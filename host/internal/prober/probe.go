@@ -2,13 +2,10 @@ package prober
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -19,9 +16,10 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/wasmlet/wasmlet/host/internal/httpget"
 	"github.com/wasmlet/wasmlet/host/internal/podenv"
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 )
 
 type result int
@@ -83,89 +81,16 @@ func (m *Manager) execProbe(ctx context.Context, c *v1.Container, e *v1.ExecActi
 	return outcome{resultSuccess, string(out)}
 }
 
-// port resolves a probe's port: a number, or the name of a container port.
-func port(c *v1.Container, p intstr.IntOrString) (int, error) {
-	if p.Type == intstr.Int {
-		if p.IntVal <= 0 || p.IntVal > 65535 {
-			return 0, fmt.Errorf("invalid port number: %d", p.IntVal)
-		}
-		return int(p.IntVal), nil
-	}
-	for _, cp := range c.Ports {
-		if cp.Name == p.StrVal {
-			return int(cp.ContainerPort), nil
-		}
-	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil && n > 0 && n <= 65535 {
-		return n, nil
-	}
-	return 0, fmt.Errorf("couldn't find port: %s in %s", p.StrVal, c.Name)
-}
-
 func httpProbe(ctx context.Context, c *v1.Container, h *v1.HTTPGetAction, podIP string, timeout time.Duration) outcome {
-	host := h.Host
-	if host == "" {
-		host = podIP
-	}
-	n, err := port(c, h.Port)
+	resp, err := httpget.Do(ctx, httpget.Request{Action: h, Container: c, PodIP: podIP, UserAgent: userAgent, Timeout: timeout, MaxBody: maxBody})
 	if err != nil {
 		return outcome{resultFailure, err.Error()}
 	}
-	scheme := strings.ToLower(string(h.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := h.Path
-	if path != "" && !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	u, err := url.Parse(scheme + "://" + net.JoinHostPort(host, strconv.Itoa(n)) + path)
-	if err != nil {
-		return outcome{resultFailure, err.Error()}
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return outcome{resultFailure, err.Error()}
-	}
-	req.Header.Set("User-Agent", userAgent)
-	req.Header.Set("Accept", "*/*")
-	for _, hd := range h.HTTPHeaders {
-		if strings.EqualFold(hd.Name, "Host") {
-			req.Host = hd.Value
-			continue
-		}
-		req.Header.Add(hd.Name, hd.Value)
-	}
-	client := &http.Client{
-		Timeout: timeout,
-		Transport: &http.Transport{
-			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
-			DisableKeepAlives: true,
-			Proxy:             nil,
-		},
-		// The kubelet's rule: follow redirects to the same host (up to 10);
-		// a redirect elsewhere is a success with a warning.
-		CheckRedirect: func(r *http.Request, via []*http.Request) error {
-			if r.URL.Hostname() != u.Hostname() {
-				return http.ErrUseLastResponse // the 3xx answer below
-			}
-			if len(via) >= 10 {
-				return errors.New("stopped after 10 redirects")
-			}
-			return nil
-		},
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return outcome{resultFailure, err.Error()}
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if resp.StatusCode >= http.StatusOK && resp.StatusCode < http.StatusBadRequest {
-		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-			return outcome{resultWarning, fmt.Sprintf("Probe terminated redirects, Response body: %s", body)}
+		if resp.Redirected() {
+			return outcome{resultWarning, fmt.Sprintf("Probe terminated redirects, Response body: %s", resp.Body)}
 		}
-		return outcome{resultSuccess, string(body)}
+		return outcome{resultSuccess, string(resp.Body)}
 	}
 	return outcome{resultFailure, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)}
 }
@@ -175,7 +100,7 @@ func tcpProbe(ctx context.Context, c *v1.Container, t *v1.TCPSocketAction, podIP
 	if host == "" {
 		host = podIP
 	}
-	n, err := port(c, t.Port)
+	n, err := podspec.ContainerPort(c, t.Port)
 	if err != nil {
 		return outcome{resultFailure, err.Error()}
 	}

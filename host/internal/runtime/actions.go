@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -38,36 +39,9 @@ func shouldRestartOnFailure(pod *v1.Pod) bool {
 	return pod.Spec.RestartPolicy != v1.RestartPolicyNever
 }
 
-func containerSucceeded(c *v1.Container, st *PodStatus) bool {
+func containerSucceeded(c *v1.Container, st *container.PodStatus) bool {
 	s := st.FindContainer(c.Name)
-	return s != nil && s.State == StateExited && s.ExitCode == 0
-}
-
-// shouldContainerBeRestarted is the kubelet's ShouldContainerBeRestarted.
-func shouldContainerBeRestarted(c *v1.Container, pod *v1.Pod, st *PodStatus) bool {
-	if pod.DeletionTimestamp != nil {
-		return false
-	}
-	s := st.FindContainer(c.Name)
-	if s == nil {
-		return true
-	}
-	switch s.State {
-	case StateRunning:
-		return false
-	case StateUnknown, StateCreated:
-		return true
-	}
-	if IsSidecar(c) {
-		return true // a sidecar always restarts
-	}
-	switch pod.Spec.RestartPolicy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return s.ExitCode != 0
-	}
-	return true
+	return s != nil && s.State == container.StateExited && s.ExitCode == 0
 }
 
 // podSandboxChanged tells whether the pod needs a new sandbox, with the
@@ -76,7 +50,7 @@ func shouldContainerBeRestarted(c *v1.Container, pod *v1.Pod, st *PodStatus) boo
 // pod's hostNetwork cannot change without its UID changing (static pods
 // hash their content, API pods cannot change it), and the embedded WASI
 // runtime reports every sandbox on the node's network whatever was asked.
-func podSandboxChanged(pod *v1.Pod, st *PodStatus) (bool, uint32, string) {
+func podSandboxChanged(pod *v1.Pod, st *container.PodStatus) (bool, uint32, string) {
 	if len(st.Sandboxes) == 0 {
 		return true, 0, ""
 	}
@@ -96,50 +70,39 @@ func podSandboxChanged(pod *v1.Pod, st *PodStatus) (bool, uint32, string) {
 	return false, newest.Attempt, newest.ID
 }
 
-func isInitContainerFailed(s *ContainerStatus) bool {
-	return (s.State == StateExited && s.ExitCode != 0) || s.State == StateUnknown
+func isInitContainerFailed(s *container.ContainerStatus) bool {
+	return (s.State == container.StateExited && s.ExitCode != 0) || s.State == container.StateUnknown
 }
-
-// IsSidecar reports whether an init container is restartable (a sidecar:
-// restartPolicy Always), which keeps running beside the app containers.
-func IsSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
-// Started tells whether a running container instance has passed its
-// startup probe (the prober's answer); nil means every running container
-// has.
-type Started func(c *v1.Container, s *ContainerStatus) bool
 
 // findNextInitContainerToRun returns the status of the last failed init
 // container (if any), the next init container to run, and whether all
 // init containers are done. A sidecar is done once it runs and has
 // started (its startup probe passed): the next init container does not
 // wait for it to exit.
-func findNextInitContainerToRun(pod *v1.Pod, st *PodStatus, started Started) (*ContainerStatus, *v1.Container, bool) {
+func findNextInitContainerToRun(pod *v1.Pod, st *container.PodStatus, started container.Started) (*container.ContainerStatus, *v1.Container, bool) {
 	inits := pod.Spec.InitContainers
 	if len(inits) == 0 {
 		return nil, nil, true
 	}
 	// A running app container means the init containers ran.
 	for i := range pod.Spec.Containers {
-		if s := st.FindContainer(pod.Spec.Containers[i].Name); s != nil && s.State == StateRunning {
+		if s := st.FindContainer(pod.Spec.Containers[i].Name); s != nil && s.State == container.StateRunning {
 			return nil, nil, true
 		}
 	}
 	for i := range inits {
 		c := &inits[i]
 		s := st.FindContainer(c.Name)
-		if IsSidecar(c) {
+		if container.IsSidecar(c) {
 			switch {
 			case s == nil:
 				return nil, c, false
-			case s.State == StateRunning:
+			case s.State == container.StateRunning:
 				if started != nil && !started(c, s) {
 					return nil, nil, false
 				}
 				continue
-			case s.State == StateCreated:
+			case s.State == container.StateCreated:
 				return nil, nil, false
 			}
 			// Exited before the pod was initialized: start it again.
@@ -148,7 +111,7 @@ func findNextInitContainerToRun(pod *v1.Pod, st *PodStatus, started Started) (*C
 		switch {
 		case s == nil:
 			return nil, c, false
-		case s.State == StateRunning || s.State == StateCreated:
+		case s.State == container.StateRunning || s.State == container.StateCreated:
 			return nil, nil, false
 		case isInitContainerFailed(s):
 			return s, c, false
@@ -159,7 +122,7 @@ func findNextInitContainerToRun(pod *v1.Pod, st *PodStatus, started Started) (*C
 }
 
 // computePodActions is the kubelet's computePodActions, step 1 of SyncPod.
-func computePodActions(pod *v1.Pod, st *PodStatus, started Started) podActions {
+func computePodActions(pod *v1.Pod, st *container.PodStatus, started container.Started) podActions {
 	create, attempt, sandboxID := podSandboxChanged(pod, st)
 	a := podActions{KillPod: create, CreateSandbox: create, SandboxID: sandboxID, Attempt: attempt, ContainersToKill: map[string]killInfo{}}
 
@@ -202,7 +165,7 @@ func computePodActions(pod *v1.Pod, st *PodStatus, started Started) podActions {
 			if initLast != nil && isInitContainerFailed(initLast) && !shouldRestartOnFailure(pod) {
 				a.KillPod = true
 			} else {
-				if initLast != nil && initLast.State == StateUnknown {
+				if initLast != nil && initLast.State == container.StateUnknown {
 					a.ContainersToKill[initLast.ID] = killInfo{name: next.Name, container: next, message: "Init container is in unknown state, try killing it before restart"}
 				}
 				a.NextInitContainerToStart = next
@@ -213,11 +176,11 @@ func computePodActions(pod *v1.Pod, st *PodStatus, started Started) podActions {
 
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if !IsSidecar(c) || pod.DeletionTimestamp != nil {
+		if !container.IsSidecar(c) || pod.DeletionTimestamp != nil {
 			continue
 		}
-		if s := st.FindContainer(c.Name); s != nil && s.State != StateRunning {
-			if s.State == StateUnknown || s.State == StateCreated {
+		if s := st.FindContainer(c.Name); s != nil && s.State != container.StateRunning {
+			if s.State == container.StateUnknown || s.State == container.StateCreated {
 				a.ContainersToKill[s.ID] = killInfo{name: c.Name, container: c, message: "Container is in " + string(s.State) + " state, try killing it before restart"}
 			}
 			a.SidecarsToRestart = append(a.SidecarsToRestart, c)
@@ -227,11 +190,11 @@ func computePodActions(pod *v1.Pod, st *PodStatus, started Started) podActions {
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		s := st.FindContainer(c.Name)
-		if s != nil && (s.State == StateUnknown || s.State == StateCreated) {
+		if s != nil && (s.State == container.StateUnknown || s.State == container.StateCreated) {
 			a.ContainersToKill[s.ID] = killInfo{name: c.Name, container: c, message: "Container is in " + string(s.State) + " state, try killing it before restart"}
 		}
-		if s == nil || s.State != StateRunning {
-			if shouldContainerBeRestarted(c, pod, st) {
+		if s == nil || s.State != container.StateRunning {
+			if container.ShouldRestart(c, pod, st) {
 				a.ContainersToStart = append(a.ContainersToStart, i)
 			}
 			continue
@@ -247,11 +210,4 @@ func computePodActions(pod *v1.Pod, st *PodStatus, started Started) podActions {
 		a.KillPod = true
 	}
 	return a
-}
-
-// ShouldRestart reports whether SyncPod will (re)start the container: it
-// never ran, or it is dead and the restart policy says so. Status uses it
-// to show a back-off as Waiting.
-func ShouldRestart(c *v1.Container, pod *v1.Pod, st *PodStatus) bool {
-	return shouldContainerBeRestarted(c, pod, st)
 }

@@ -4,22 +4,15 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
-
-// ContainerLog is a running container's CRI log file, for log rotation.
-type ContainerLog struct {
-	// ID is the runtime's container ID.
-	ID string
-	// Path is the log file's absolute path.
-	Path string
-}
 
 // RunningContainerLogs lists the log files of the managed running
 // containers (from each one's status, as the kubelet's log manager reads
 // them). A container that is gone by the time its status is asked is left
 // out.
-func (m *Manager) RunningContainerLogs(ctx context.Context) ([]ContainerLog, error) {
+func (m *Manager) RunningContainerLogs(ctx context.Context) ([]container.ContainerLog, error) {
 	cs, err := m.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
 		LabelSelector: map[string]string{LabelManaged: "true"},
@@ -27,14 +20,14 @@ func (m *Manager) RunningContainerLogs(ctx context.Context) ([]ContainerLog, err
 	if err != nil {
 		return nil, fmt.Errorf("runtime: list running containers: %w", err)
 	}
-	var out []ContainerLog
+	var out []container.ContainerLog
 	for _, c := range cs {
 		st, err := m.rs.ContainerStatus(ctx, c.Id, false)
 		if err != nil || st.GetStatus() == nil {
 			continue
 		}
 		if p := st.Status.GetLogPath(); p != "" && st.Status.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			out = append(out, ContainerLog{ID: c.Id, Path: p})
+			out = append(out, container.ContainerLog{ID: c.Id, Path: p})
 		}
 	}
 	return out, nil

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/volumes"
 )
 
@@ -22,21 +23,21 @@ import (
 // containers are never touched: killing is the pod workers' job. pods is
 // the runtime's pods as GetPods just listed them (the caller has the list
 // already: housekeeping looks for orphans in it first).
-func (m *Manager) GarbageCollect(ctx context.Context, pods []*Pod, keep func(types.UID) bool) error {
+func (m *Manager) GarbageCollect(ctx context.Context, pods []*container.Pod, keep func(types.UID) bool) error {
 	var errs []error
 	inRuntime := map[types.UID]bool{}
 	for _, p := range pods {
 		kept := keep(p.UID)
-		objs := append([]Object(nil), p.Objects...)
+		objs := append([]container.Object(nil), p.Objects...)
 		sort.Slice(objs, func(i, j int) bool { return objs[i].CreatedAt.After(objs[j].CreatedAt) })
 		live := false
 		seenDead := map[string]bool{}
 		for _, o := range objs {
-			if o.Sandbox || o.State == StateRunning {
-				live = live || o.State == StateRunning
+			if o.Sandbox || o.State == container.StateRunning {
+				live = live || o.State == container.StateRunning
 				continue
 			}
-			if kept && o.State != StateExited {
+			if kept && o.State != container.StateExited {
 				// Created, not yet started (or unknown): not dead. A
 				// restarted container is created before it starts; were it
 				// counted as the dead instance to keep, the exited one the
@@ -58,7 +59,7 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods []*Pod, keep func(typ
 			}
 			newest := first
 			first = false
-			if o.State == StateRunning {
+			if o.State == container.StateRunning {
 				continue
 			}
 			if kept && (newest || m.sandboxHasContainers(p, o.ID)) {
@@ -84,7 +85,7 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods []*Pod, keep func(typ
 // removeOrphanCgroups removes the cgroups of pods neither kept nor in the
 // runtime at all. One still in use (a container's cgroup not yet
 // released) stays until a later cleanup.
-func (m *Manager) removeOrphanCgroups(pods []*Pod, keep func(types.UID) bool) {
+func (m *Manager) removeOrphanCgroups(pods []*container.Pod, keep func(types.UID) bool) {
 	if m.cfg.Cgroups == nil {
 		return
 	}
@@ -104,7 +105,7 @@ func (m *Manager) removeOrphanCgroups(pods []*Pod, keep func(types.UID) bool) {
 
 // sandboxHasContainers is true while a dead sandbox still holds container
 // instances the pod's restart count and last state come from.
-func (m *Manager) sandboxHasContainers(p *Pod, sandboxID string) bool {
+func (m *Manager) sandboxHasContainers(p *container.Pod, sandboxID string) bool {
 	for _, o := range p.Objects {
 		if !o.Sandbox && o.SandboxID == sandboxID {
 			return true

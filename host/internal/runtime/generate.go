@@ -13,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/wasmlet/wasmlet/host/internal/cgroups"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/podenv"
 	"github.com/wasmlet/wasmlet/host/internal/qos"
 )
@@ -135,7 +136,7 @@ func int64Value(p *int64) *runtimeapi.Int64Value {
 }
 
 // containerConfig is the CRI container config of one container instance.
-func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, imageRef string, podIPs []string, adj *Adjustment) (*runtimeapi.ContainerConfig, error) {
+func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, imageRef string, podIPs []string, adj *container.Adjustment) (*runtimeapi.ContainerConfig, error) {
 	env, err := m.cfg.Env.Env(ctx, pod, c, podIPs)
 	if err != nil {
 		return nil, err

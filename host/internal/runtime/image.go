@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -34,7 +35,7 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if policy != v1.PullAlways {
 		st, err := m.is.ImageStatus(ctx, spec, false)
 		if err != nil {
-			return "", ErrImagePull, fmt.Sprintf("image status of %q: %v", c.Image, err)
+			return "", container.ErrImagePull, fmt.Sprintf("image status of %q: %v", c.Image, err)
 		}
 		if img := st.GetImage(); img != nil {
 			if img.Id != "" {
@@ -43,19 +44,19 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 			return c.Image, nil, ""
 		}
 		if policy == v1.PullNever {
-			return "", ErrImageNeverPull, fmt.Sprintf("container image %q is not present with pull policy of Never", c.Image)
+			return "", container.ErrImageNeverPull, fmt.Sprintf("container image %q is not present with pull policy of Never", c.Image)
 		}
 	}
 	key := "image_" + string(pod.UID) + "_" + c.Image
 	if backOff != nil && backOff.IsInBackOffSinceUpdate(key, backOff.Clock.Now()) {
-		return "", ErrImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", c.Image)
+		return "", container.ErrImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", c.Image)
 	}
 	ref, err := m.is.PullImage(ctx, spec, nil, sbConfig)
 	if err != nil {
 		if backOff != nil {
 			backOff.Next(key, backOff.Clock.Now())
 		}
-		return "", ErrImagePull, fmt.Sprintf("failed to pull image %q: %v", c.Image, err)
+		return "", container.ErrImagePull, fmt.Sprintf("failed to pull image %q: %v", c.Image, err)
 	}
 	if backOff != nil {
 		backOff.DeleteEntry(key)

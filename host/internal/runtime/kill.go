@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -23,7 +25,7 @@ const DefaultGracePeriod int64 = 30
 // stopped anything — calls the PodTerminated hook. pod may be nil for a
 // pod known only to the runtime; gracePeriodOverride, when set, replaces
 // every grace period.
-func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, gracePeriodOverride *int64) error {
+func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *container.PodStatus, gracePeriodOverride *int64) error {
 	if status == nil {
 		return nil
 	}
@@ -34,12 +36,12 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, g
 		stopped bool // something was running: PodTerminated is due
 	)
 	for _, cs := range status.Containers {
-		if cs.State != StateRunning && cs.State != StateCreated && cs.State != StateUnknown {
+		if cs.State != container.StateRunning && cs.State != container.StateCreated && cs.State != container.StateUnknown {
 			continue
 		}
 		var spec *v1.Container
 		if pod != nil {
-			spec = findSpec(pod, cs.Name)
+			spec = podspec.FindContainer(pod, cs.Name)
 		}
 		stopped = true
 		wg.Add(1)
@@ -69,28 +71,8 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *PodStatus, g
 		return errors.Join(errs...)
 	}
 	if stopped && pod != nil && m.cfg.Hooks != nil {
-		if _, err := m.cfg.Hooks.Hook(ctx, HookPodTerminated, pod, nil); err != nil {
+		if _, err := m.cfg.Hooks.Hook(ctx, container.HookPodTerminated, pod, nil); err != nil {
 			m.log.Warn("PodTerminated hook", "pod", pod.Namespace+"/"+pod.Name, "error", err)
-		}
-	}
-	return nil
-}
-
-func findSpec(pod *v1.Pod, name string) *v1.Container {
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		if pod.Spec.EphemeralContainers[i].Name == name {
-			c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-			return &c
 		}
 	}
 	return nil
@@ -98,7 +80,7 @@ func findSpec(pod *v1.Pod, name string) *v1.Container {
 
 // gracePeriod is the kubelet's: the pod's deletion grace, else its
 // termination grace, else what the container's annotations recorded.
-func gracePeriod(pod *v1.Pod, cs *ContainerStatus) int64 {
+func gracePeriod(pod *v1.Pod, cs *container.ContainerStatus) int64 {
 	switch {
 	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
 		return *pod.DeletionGracePeriodSeconds
@@ -111,7 +93,7 @@ func gracePeriod(pod *v1.Pod, cs *ContainerStatus) int64 {
 }
 
 func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Container, id, message string, override *int64) error {
-	cs := &ContainerStatus{ID: id}
+	cs := &container.ContainerStatus{ID: id}
 	if spec != nil {
 		cs.Name = spec.Name
 	}
@@ -120,7 +102,7 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Conta
 
 // killContainerStatus runs the PreStop hooks within the grace period,
 // then stops the container with what is left of it (at least 2 s).
-func (m *Manager) killContainerStatus(ctx context.Context, pod *v1.Pod, spec *v1.Container, cs *ContainerStatus, message string, override *int64) error {
+func (m *Manager) killContainerStatus(ctx context.Context, pod *v1.Pod, spec *v1.Container, cs *container.ContainerStatus, message string, override *int64) error {
 	grace := gracePeriod(pod, cs)
 	if grace > 0 && pod != nil && spec != nil {
 		start := time.Now()
@@ -150,7 +132,7 @@ func (m *Manager) preStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id 
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
 	defer cancel()
 	if m.cfg.Hooks != nil {
-		if _, err := m.cfg.Hooks.Hook(ctx, HookPreStop, pod, c); err != nil {
+		if _, err := m.cfg.Hooks.Hook(ctx, container.HookPreStop, pod, c); err != nil {
 			m.log.Warn("PreStop hook", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "error", err)
 		}
 	}

@@ -2,18 +2,14 @@ package runtime
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/wasmlet/wasmlet/host/internal/httpget"
 	"github.com/wasmlet/wasmlet/host/internal/podenv"
 )
 
@@ -66,54 +62,12 @@ func (m *Manager) httpHandler(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		}
 		host = podIPs[0]
 	}
-	port := 80
-	switch {
-	case g.Port.Type == intstr.Int && g.Port.IntVal > 0:
-		port = int(g.Port.IntVal)
-	case g.Port.Type == intstr.String:
-		found := false
-		for _, cp := range c.Ports {
-			if cp.Name == g.Port.StrVal {
-				port, found = int(cp.ContainerPort), true
-			}
-		}
-		if !found {
-			n, err := strconv.Atoi(g.Port.StrVal)
-			if err != nil {
-				return "", fmt.Errorf("couldn't find port: %s in %s", g.Port.StrVal, c.Name)
-			}
-			port = n
-		}
-	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	path := g.Path
-	if !strings.HasPrefix(path, "/") {
-		path = "/" + path
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+net.JoinHostPort(host, strconv.Itoa(port))+path, nil)
+	resp, err := httpget.Do(ctx, httpget.Request{Action: g, Container: c, PodIP: host, UserAgent: "kube-lifecycle/1.36", Timeout: 10 * time.Second, MaxBody: 10 << 10})
 	if err != nil {
 		return "", err
 	}
-	req.Header.Set("User-Agent", "kube-lifecycle/1.36")
-	for _, hd := range g.HTTPHeaders {
-		if strings.EqualFold(hd.Name, "Host") {
-			req.Host = hd.Value
-			continue
-		}
-		req.Header.Add(hd.Name, hd.Value)
-	}
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true, Proxy: nil}}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 10<<10))
 	if resp.StatusCode >= http.StatusBadRequest {
-		return string(body), fmt.Errorf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %s, message: %q", path, c.Name, pod.Name, resp.Status, body)
+		return string(resp.Body), fmt.Errorf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %s, message: %q", resp.URL.Path, c.Name, pod.Name, resp.Status, resp.Body)
 	}
-	return string(body), nil
+	return string(resp.Body), nil
 }

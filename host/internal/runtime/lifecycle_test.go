@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
@@ -45,10 +46,10 @@ func TestManager_PostStartHTTPHook(t *testing.T) {
 	if r.Error() == nil {
 		t.Fatal("postStart answered 500 and the start did not fail")
 	}
-	if reason, _, ok := m.WaitingReason(bad.UID, "main"); !ok || reason != ErrPostStartHook.Error() {
-		t.Errorf("waiting reason %q (%v), want %s", reason, ok, ErrPostStartHook)
+	if reason, _, ok := m.WaitingReason(bad.UID, "main"); !ok || reason != container.ErrPostStartHook.Error() {
+		t.Errorf("waiting reason %q (%v), want %s", reason, ok, container.ErrPostStartHook)
 	}
-	if c := st.FindContainer("main"); c == nil || c.State == StateRunning {
+	if c := st.FindContainer("main"); c == nil || c.State == container.StateRunning {
 		t.Errorf("container after a failed postStart: %+v, want stopped", c)
 	}
 }

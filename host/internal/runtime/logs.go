@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -15,14 +16,14 @@ import (
 // instance, or with previous the one before it, as `kubectl logs
 // [--previous]` reads them. running tells whether that instance still
 // runs (a follow ends when it stops); it asks the runtime each time.
-func (m *Manager) LogFile(ctx context.Context, pod *v1.Pod, container string, previous bool) (path string, running func() bool, err error) {
+func (m *Manager) LogFile(ctx context.Context, pod *v1.Pod, name string, previous bool) (path string, running func() bool, err error) {
 	st, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return "", nil, err
 	}
-	var instances []*ContainerStatus
+	var instances []*container.ContainerStatus
 	for _, c := range st.Containers {
-		if c.Name == container {
+		if c.Name == name {
 			instances = append(instances, c)
 		}
 	}
@@ -32,24 +33,24 @@ func (m *Manager) LogFile(ctx context.Context, pod *v1.Pod, container string, pr
 		// one before a running one, or the newest itself when it has
 		// exited and waits to restart (its status's lastState).
 		idx = 1
-		if len(instances) > 0 && instances[0].State == StateExited {
+		if len(instances) > 0 && instances[0].State == container.StateExited {
 			idx = 0
 		}
 	}
 	if len(instances) <= idx {
 		if previous {
-			return "", nil, fmt.Errorf("previous terminated container %q in pod %q not found", container, pod.Name)
+			return "", nil, fmt.Errorf("previous terminated container %q in pod %q not found", name, pod.Name)
 		}
-		if reason, msg, ok := m.WaitingReason(pod.UID, container); ok {
-			return "", nil, fmt.Errorf("container %q in pod %q is waiting to start: %s: %s", container, pod.Name, reason, msg)
+		if reason, msg, ok := m.WaitingReason(pod.UID, name); ok {
+			return "", nil, fmt.Errorf("container %q in pod %q is waiting to start: %s: %s", name, pod.Name, reason, msg)
 		}
-		return "", nil, fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", container, pod.Name)
+		return "", nil, fmt.Errorf("container %q in pod %q is waiting to start: ContainerCreating", name, pod.Name)
 	}
 	c := instances[idx]
-	path = filepath.Join(m.PodLogDir(pod.Namespace, pod.Name, pod.UID), container, strconv.Itoa(c.RestartCount)+".log")
+	path = filepath.Join(m.PodLogDir(pod.Namespace, pod.Name, pod.UID), name, strconv.Itoa(c.RestartCount)+".log")
 	id := c.ID
 	running = func() bool {
-		if c.State != StateRunning {
+		if c.State != container.StateRunning {
 			return false
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 	v1 "k8s.io/api/core/v1"
 	criclient "k8s.io/cri-client/pkg"
 	utilexec "k8s.io/utils/exec"
@@ -37,5 +38,5 @@ func (m *Manager) ExecSync(ctx context.Context, containerID string, cmd []string
 // liveness or startup probe asks; the next sync restarts it as the
 // restart policy says.
 func (m *Manager) KillContainer(ctx context.Context, pod *v1.Pod, container, containerID, message string, gracePeriod *int64) error {
-	return m.killContainer(ctx, pod, findSpec(pod, container), containerID, message, gracePeriod)
+	return m.killContainer(ctx, pod, podspec.FindContainer(pod, container), containerID, message, gracePeriod)
 }

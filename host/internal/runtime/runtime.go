@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wasmlet/wasmlet/host/internal/cgroups"
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -27,59 +28,6 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/podenv"
 	"github.com/wasmlet/wasmlet/host/internal/volumes"
 )
-
-// Hooks is called at pod and container lifecycle points; Wasm hook plugins
-// implement it (host/internal/extension translates to and from the plugin
-// ABI). container is nil at pod points. The returned adjustment is honoured
-// at HookPreSandbox (labels, annotations) and HookPreCreate (env, labels,
-// annotations); an error fails that step.
-type Hooks interface {
-	// Hook is called at point for pod (and container, at container
-	// points); it returns the adjustment to apply, nil for none.
-	Hook(ctx context.Context, point HookPoint, pod *v1.Pod, container *v1.Container) (*Adjustment, error)
-}
-
-// HookPoint is a pod or container lifecycle point at which Hooks are called.
-type HookPoint string
-
-// The lifecycle points, in lifecycle order.
-const (
-	// HookPreSandbox is called before a pod's sandbox is created; the
-	// adjustment's labels and annotations go into the sandbox config.
-	HookPreSandbox HookPoint = "PreSandbox"
-	// HookPreCreate is called before a container is created; the
-	// adjustment's env, labels and annotations go into its config.
-	HookPreCreate HookPoint = "PreCreate"
-	// HookPostStart is called after a container started; an error kills
-	// the container.
-	HookPostStart HookPoint = "PostStart"
-	// HookPreStop is called before a container is stopped.
-	HookPreStop HookPoint = "PreStop"
-	// HookPodTerminated is called once a pod's containers and sandbox are
-	// gone.
-	HookPodTerminated HookPoint = "PodTerminated"
-)
-
-// Adjustment is a change Hooks ask for at HookPreSandbox or HookPreCreate,
-// in the style of containerd NRI: it is laid over the CRI config the
-// runtime built from the pod spec.
-type Adjustment struct {
-	// Env variables are set in the container, replacing same-named ones
-	// (HookPreCreate only).
-	Env []EnvVar
-	// Labels are added to the sandbox or container config.
-	Labels map[string]string
-	// Annotations are added to the sandbox or container config.
-	Annotations map[string]string
-}
-
-// EnvVar is one environment variable of an Adjustment.
-type EnvVar struct {
-	// Name of the variable.
-	Name string
-	// Value of the variable.
-	Value string
-}
 
 // Volumes gives the host path behind a pod's volume (volumes.Manager).
 type Volumes interface {
@@ -125,7 +73,7 @@ type Config struct {
 	// no API server.
 	Env Env
 	// Hooks, when not nil, is called at lifecycle points.
-	Hooks Hooks
+	Hooks container.Hooks
 	// Cgroups, when not nil, is the pod cgroup hierarchy: each sandbox is
 	// created under its pod's cgroup, made first, and the cgroups of pods
 	// gone from the runtime are removed by GarbageCollect. Nil leaves the
@@ -191,11 +139,16 @@ type Manager struct {
 	reasons map[reasonKey]reason // last start failure per container
 
 	// fsSlots bounds the goroutines blocked in pod-directory syscalls
-	// (each holds an OS thread); a mkdir costs ~4 ms of wall time on
-	// this project's VMs, so the bound is generous.
+	// (each holds an OS thread); a mkdir can take milliseconds of wall
+	// time on a busy node, so the bound is generous.
 	fsSlots chan struct{}
 
 	startedFn atomic.Pointer[func(c *v1.Container, containerID string) bool]
+
+	// lacks holds the stats calls the runtime answered Unimplemented:
+	// they are not asked again (the CRI client logs every failed call
+	// as an error) and the agent says so once.
+	lacks sync.Map // call name → struct{}
 
 	netMu      sync.Mutex
 	netChecked time.Time // when netErr was last read from the runtime
@@ -393,12 +346,12 @@ func (m *Manager) SetStartupResults(started func(c *v1.Container, containerID st
 }
 
 // started is the Started of SetStartupResults, nil without one.
-func (m *Manager) started() Started {
+func (m *Manager) started() container.Started {
 	f := m.startedFn.Load()
 	if f == nil {
 		return nil
 	}
-	return func(c *v1.Container, s *ContainerStatus) bool { return (*f)(c, m.ContainerID(s.ID)) }
+	return func(c *v1.Container, s *container.ContainerStatus) bool { return (*f)(c, m.ContainerID(s.ID)) }
 }
 
 // fsLock takes a pod-directory slot; the returned func releases it.

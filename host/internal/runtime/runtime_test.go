@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -60,7 +62,7 @@ func testPod(uid string, policy v1.RestartPolicy, containers ...string) *v1.Pod 
 	return p
 }
 
-func (m *Manager) mustStatus(t *testing.T, pod *v1.Pod) *PodStatus {
+func (m *Manager) mustStatus(t *testing.T, pod *v1.Pod) *container.PodStatus {
 	t.Helper()
 	st, err := m.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
@@ -69,7 +71,7 @@ func (m *Manager) mustStatus(t *testing.T, pod *v1.Pod) *PodStatus {
 	return st
 }
 
-func syncOnce(t *testing.T, m *Manager, pod *v1.Pod, bo *flowcontrol.Backoff) (*PodStatus, SyncResult) {
+func syncOnce(t *testing.T, m *Manager, pod *v1.Pod, bo *flowcontrol.Backoff) (*container.PodStatus, container.SyncResult) {
 	t.Helper()
 	r := m.SyncPod(context.Background(), pod, m.mustStatus(t, pod), bo)
 	return m.mustStatus(t, pod), r
@@ -99,7 +101,7 @@ func TestManager_SyncPod_StartsSandboxAndContainers(t *testing.T) {
 		t.Fatalf("containers = %d, want 2", len(st.Containers))
 	}
 	for _, c := range st.Containers {
-		if c.State != StateRunning || c.RestartCount != 0 || c.Hash != HashContainer(findSpec(pod, c.Name)) {
+		if c.State != container.StateRunning || c.RestartCount != 0 || c.Hash != HashContainer(podspec.FindContainer(pod, c.Name)) {
 			t.Errorf("container %s = %+v", c.Name, c)
 		}
 	}
@@ -111,7 +113,7 @@ func TestManager_SyncPod_StartsSandboxAndContainers(t *testing.T) {
 				t.Errorf("label %s = %q, want %q", k, c.Labels[k], want)
 			}
 		}
-		if c.Annotations[AnnotationRestartCount] != "0" || c.Annotations[AnnotationContainerHash] != HashContainer(findSpec(pod, c.Metadata.Name)) || c.Annotations[AnnotationTerminationMessagePath] != "/dev/termination-log" {
+		if c.Annotations[AnnotationRestartCount] != "0" || c.Annotations[AnnotationContainerHash] != HashContainer(podspec.FindContainer(pod, c.Metadata.Name)) || c.Annotations[AnnotationTerminationMessagePath] != "/dev/termination-log" {
 			t.Errorf("annotations = %v", c.Annotations)
 		}
 	}
@@ -159,7 +161,7 @@ func TestManager_SyncPod_SpecChangeRestartsContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	cur := st.FindContainer("a")
-	if cur.ID == old || cur.State != StateRunning || cur.RestartCount != 1 || cur.Hash != HashContainer(&pod.Spec.Containers[0]) {
+	if cur.ID == old || cur.State != container.StateRunning || cur.RestartCount != 1 || cur.Hash != HashContainer(&pod.Spec.Containers[0]) {
 		t.Fatalf("after spec change: %+v (old %s)", cur, old)
 	}
 }
@@ -183,7 +185,7 @@ func TestManager_SyncPod_RestartPolicy(t *testing.T) {
 			st, _ := syncOnce(t, m, pod, NewBackOff())
 			exit(f, st.Containers[0].ID, tc.exitCode, time.Now().Add(-time.Minute))
 			st, r := syncOnce(t, m, pod, NewBackOff())
-			restarted := st.FindContainer("a").State == StateRunning
+			restarted := st.FindContainer("a").State == container.StateRunning
 			if restarted != tc.wantRestart {
 				t.Fatalf("restarted = %v, want %v (steps %+v)", restarted, tc.wantRestart, r.Steps)
 			}
@@ -206,13 +208,13 @@ func TestManager_SyncPod_CrashLoopBackOff(t *testing.T) {
 	// First crash: restarted at once, back-off now 10 s.
 	exit(f, st.Containers[0].ID, 1, clk.Now())
 	st, r := syncOnce(t, m, pod, bo)
-	if st.FindContainer("a").State != StateRunning || r.Error() != nil {
+	if st.FindContainer("a").State != container.StateRunning || r.Error() != nil {
 		t.Fatalf("first restart: %+v %v", st.FindContainer("a"), r.Error())
 	}
 	// Second crash within 10 s: back-off.
 	exit(f, st.FindContainer("a").ID, 1, clk.Now())
 	st, r = syncOnce(t, m, pod, bo)
-	if st.FindContainer("a").State == StateRunning || !strings.Contains(r.Error().Error(), "CrashLoopBackOff") {
+	if st.FindContainer("a").State == container.StateRunning || !strings.Contains(r.Error().Error(), "CrashLoopBackOff") {
 		t.Fatalf("want back-off, got %+v %v", st.FindContainer("a"), r.Error())
 	}
 	if reason, msg, ok := m.WaitingReason(pod.UID, "a"); !ok || reason != "CrashLoopBackOff" || !strings.Contains(msg, "back-off 10s") {
@@ -221,7 +223,7 @@ func TestManager_SyncPod_CrashLoopBackOff(t *testing.T) {
 	// After 10 s it restarts, with restart count 2, and the back-off doubles.
 	clk.Step(11 * time.Second)
 	st, r = syncOnce(t, m, pod, bo)
-	if c := st.FindContainer("a"); c.State != StateRunning || c.RestartCount != 2 || r.Error() != nil {
+	if c := st.FindContainer("a"); c.State != container.StateRunning || c.RestartCount != 2 || r.Error() != nil {
 		t.Fatalf("after back-off: %+v %v", c, r.Error())
 	}
 	if got := bo.Get(backOffKey(pod, &pod.Spec.Containers[0])); got != 20*time.Second {
@@ -238,10 +240,10 @@ func TestManager_SyncPod_InitContainersInOrder(t *testing.T) {
 		if r.Error() != nil {
 			t.Fatal(r.Error())
 		}
-		if c := st.Containers[0]; c.Name != want || c.State != StateRunning {
+		if c := st.Containers[0]; c.Name != want || c.State != container.StateRunning {
 			t.Fatalf("newest = %s %s, want %s running", c.Name, c.State, want)
 		}
-		if len(st.Containers) > 1 && st.Containers[1].State == StateRunning {
+		if len(st.Containers) > 1 && st.Containers[1].State == container.StateRunning {
 			t.Fatalf("%s started while %s still runs", want, st.Containers[1].Name)
 		}
 		if want != "app" {
@@ -354,7 +356,7 @@ type recordingHooks struct {
 	points []string
 }
 
-func (h *recordingHooks) Hook(_ context.Context, point HookPoint, _ *v1.Pod, c *v1.Container) (*Adjustment, error) {
+func (h *recordingHooks) Hook(_ context.Context, point container.HookPoint, _ *v1.Pod, c *v1.Container) (*container.Adjustment, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	name := string(point)
@@ -362,8 +364,8 @@ func (h *recordingHooks) Hook(_ context.Context, point HookPoint, _ *v1.Pod, c *
 		name += "/" + c.Name
 	}
 	h.points = append(h.points, name)
-	if point == HookPreCreate {
-		return &Adjustment{Env: []EnvVar{{Name: "INJECTED", Value: "1"}}, Labels: map[string]string{"hooked": "yes"}}, nil
+	if point == container.HookPreCreate {
+		return &container.Adjustment{Env: []container.EnvVar{{Name: "INJECTED", Value: "1"}}, Labels: map[string]string{"hooked": "yes"}}, nil
 	}
 	return nil, nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	v1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,8 +67,8 @@ func TestManager_SyncPod_RuntimeClass(t *testing.T) {
 	before := strings.Count(strings.Join(f.RuntimeService.GetCalls(), ","), "RunPodSandbox")
 	_, r := syncOnce(t, m, late, NewBackOff())
 	err := r.Error()
-	if !errors.Is(err, ErrCreateSandbox) {
-		t.Fatalf("sync error %v, want %v", err, ErrCreateSandbox)
+	if !errors.Is(err, container.ErrCreateSandbox) {
+		t.Fatalf("sync error %v, want %v", err, container.ErrCreateSandbox)
 	}
 	if len(r.Steps) != 1 || r.Steps[0].Action != "CreatePodSandbox" || r.Steps[0].Message != `runtimeclass.node.k8s.io "late" not found` {
 		t.Errorf("steps = %+v, want one failed CreatePodSandbox with the NotFound message", r.Steps)
@@ -93,8 +94,8 @@ func TestManager_SyncPod_RuntimeClassWithoutResolver(t *testing.T) {
 	name := "gvisor"
 	pod.Spec.RuntimeClassName = &name
 	_, r := syncOnce(t, m, pod, NewBackOff())
-	if !errors.Is(r.Error(), ErrCreateSandbox) {
-		t.Fatalf("sync error %v, want %v", r.Error(), ErrCreateSandbox)
+	if !errors.Is(r.Error(), container.ErrCreateSandbox) {
+		t.Fatalf("sync error %v, want %v", r.Error(), container.ErrCreateSandbox)
 	}
 	for _, want := range []string{"default/web-rc3", "spec.runtimeClassName", `"gvisor"`} {
 		if !strings.Contains(r.Error().Error(), want) {

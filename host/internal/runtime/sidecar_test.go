@@ -3,6 +3,7 @@ package runtime
 import (
 	"testing"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 )
@@ -13,15 +14,19 @@ func TestComputePodActions_Sidecars(t *testing.T) {
 		{Name: "proxy", Image: "i", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)},
 		{Name: "setup", Image: "i"},
 	}
-	sandbox := []*SandboxStatus{{ID: "sb", Ready: true}}
-	st := func(cs ...*ContainerStatus) *PodStatus { return &PodStatus{Sandboxes: sandbox, Containers: cs} }
-	running := func(name string) *ContainerStatus {
-		return &ContainerStatus{ID: name + "-1", Name: name, State: StateRunning}
+	sandbox := []*container.SandboxStatus{{ID: "sb", Ready: true}}
+	st := func(cs ...*container.ContainerStatus) *container.PodStatus {
+		return &container.PodStatus{Sandboxes: sandbox, Containers: cs}
 	}
-	exited := func(name string, code int32) *ContainerStatus {
-		return &ContainerStatus{ID: name + "-1", Name: name, State: StateExited, ExitCode: code}
+	running := func(name string) *container.ContainerStatus {
+		return &container.ContainerStatus{ID: name + "-1", Name: name, State: container.StateRunning}
 	}
-	started := func(ok bool) Started { return func(*v1.Container, *ContainerStatus) bool { return ok } }
+	exited := func(name string, code int32) *container.ContainerStatus {
+		return &container.ContainerStatus{ID: name + "-1", Name: name, State: container.StateExited, ExitCode: code}
+	}
+	started := func(ok bool) container.Started {
+		return func(*v1.Container, *container.ContainerStatus) bool { return ok }
+	}
 
 	next := func(a podActions) string {
 		if a.NextInitContainerToStart == nil {
@@ -48,7 +53,7 @@ func TestComputePodActions_Sidecars(t *testing.T) {
 	if a := computePodActions(pod, st(running("proxy"), exited("setup", 0), exited("app", 0)), started(true)); !a.KillPod {
 		t.Error("app done under restartPolicy Never: the sidecar is not stopped")
 	}
-	if !ShouldRestart(&pod.Spec.InitContainers[0], pod, st(exited("proxy", 0))) {
+	if !container.ShouldRestart(&pod.Spec.InitContainers[0], pod, st(exited("proxy", 0))) {
 		t.Error("a sidecar that exited 0 under restartPolicy Never is not restarted")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
@@ -22,7 +23,7 @@ var managedSelector = map[string]string{LabelManaged: "true"}
 // the CRI message limit (sandboxes carry their pods' annotations, up to
 // 256 KiB each) does not blind the relist: the sandboxes are then listed
 // pod by pod, for the pods that have containers (see sandboxesByPod).
-func (m *Manager) GetPods(ctx context.Context) ([]*Pod, error) {
+func (m *Manager) GetPods(ctx context.Context) ([]*container.Pod, error) {
 	cs, err := m.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: managedSelector})
 	if err != nil {
 		return nil, fmt.Errorf("runtime: list containers: %w", err)
@@ -35,7 +36,7 @@ func (m *Manager) GetPods(ctx context.Context) ([]*Pod, error) {
 		return nil, fmt.Errorf("runtime: list sandboxes: %w", err)
 	}
 	byUID := podsOf(sbs, cs)
-	pods := make([]*Pod, 0, len(byUID))
+	pods := make([]*container.Pod, 0, len(byUID))
 	for _, p := range byUID {
 		pods = append(pods, p)
 	}
@@ -43,29 +44,29 @@ func (m *Manager) GetPods(ctx context.Context) ([]*Pod, error) {
 }
 
 // podsOf groups listed sandboxes and containers by their pod.
-func podsOf(sbs []*runtimeapi.PodSandbox, cs []*runtimeapi.Container) map[types.UID]*Pod {
-	byUID := map[types.UID]*Pod{}
-	get := func(labels map[string]string) *Pod {
+func podsOf(sbs []*runtimeapi.PodSandbox, cs []*runtimeapi.Container) map[types.UID]*container.Pod {
+	byUID := map[types.UID]*container.Pod{}
+	get := func(labels map[string]string) *container.Pod {
 		uid, name, ns := podRef(labels)
 		p := byUID[uid]
 		if p == nil {
-			p = &Pod{UID: uid, Name: name, Namespace: ns}
+			p = &container.Pod{UID: uid, Name: name, Namespace: ns}
 			byUID[uid] = p
 		}
 		return p
 	}
 	for _, s := range sbs {
-		st := StateExited
+		st := container.StateExited
 		if s.State == runtimeapi.PodSandboxState_SANDBOX_READY {
-			st = StateRunning
+			st = container.StateRunning
 		}
 		p := get(s.Labels)
-		p.Objects = append(p.Objects, Object{ID: s.Id, Sandbox: true, State: st, CreatedAt: nanos(s.CreatedAt),
+		p.Objects = append(p.Objects, container.Object{ID: s.Id, Sandbox: true, State: st, CreatedAt: nanos(s.CreatedAt),
 			Attempt: s.GetMetadata().GetAttempt(), RuntimeHandler: s.RuntimeHandler})
 	}
 	for _, c := range cs {
 		p := get(c.Labels)
-		p.Objects = append(p.Objects, Object{ID: c.Id, SandboxID: c.PodSandboxId, Name: c.Labels[LabelContainerName], State: toState(c.State), CreatedAt: nanos(c.CreatedAt)})
+		p.Objects = append(p.Objects, container.Object{ID: c.Id, SandboxID: c.PodSandboxId, Name: c.Labels[LabelContainerName], State: toState(c.State), CreatedAt: nanos(c.CreatedAt)})
 	}
 	return byUID
 }
@@ -92,16 +93,16 @@ func (m *Manager) sandboxesByPod(ctx context.Context, cs []*runtimeapi.Container
 	return out, nil
 }
 
-func toState(s runtimeapi.ContainerState) ContainerState {
+func toState(s runtimeapi.ContainerState) container.ContainerState {
 	switch s {
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return StateCreated
+		return container.StateCreated
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return StateRunning
+		return container.StateRunning
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return StateExited
+		return container.StateExited
 	}
-	return StateUnknown
+	return container.StateUnknown
 }
 
 func nanos(t int64) time.Time {
@@ -114,7 +115,7 @@ func nanos(t int64) time.Time {
 // GetPodStatus reads one pod's sandboxes and containers from the runtime:
 // it lists them, then reads their statuses (PodStatus). A pod the runtime
 // does not know has an empty status, not an error.
-func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
+func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error) {
 	ts := time.Now()
 	sel := map[string]string{LabelPodUID: string(uid)}
 	sbs, err := m.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
@@ -127,7 +128,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	}
 	pod := podsOf(sbs, cs)[uid]
 	if pod == nil {
-		pod = &Pod{}
+		pod = &container.Pod{}
 	}
 	pod.UID, pod.Name, pod.Namespace = uid, name, namespace
 	return m.PodStatus(ctx, pod, ts)
@@ -139,9 +140,9 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 // and every container's. A container or sandbox removed since the listing
 // is left out. The status is dated listedAt, when the listing began: it
 // shows nothing newer than the listing.
-func (m *Manager) PodStatus(ctx context.Context, pod *Pod, listedAt time.Time) (*PodStatus, error) {
-	ps := &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, Timestamp: listedAt}
-	var sbs, cs []Object
+func (m *Manager) PodStatus(ctx context.Context, pod *container.Pod, listedAt time.Time) (*container.PodStatus, error) {
+	ps := &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, Timestamp: listedAt}
+	var sbs, cs []container.Object
 	for _, o := range pod.Objects {
 		if o.Sandbox {
 			sbs = append(sbs, o)
@@ -151,7 +152,7 @@ func (m *Manager) PodStatus(ctx context.Context, pod *Pod, listedAt time.Time) (
 	}
 	sort.SliceStable(sbs, func(i, j int) bool { return sbs[i].CreatedAt.After(sbs[j].CreatedAt) })
 	for i, s := range sbs {
-		ss := &SandboxStatus{ID: s.ID, Attempt: s.Attempt, Ready: s.State == StateRunning, CreatedAt: s.CreatedAt, RuntimeHandler: s.RuntimeHandler}
+		ss := &container.SandboxStatus{ID: s.ID, Attempt: s.Attempt, Ready: s.State == container.StateRunning, CreatedAt: s.CreatedAt, RuntimeHandler: s.RuntimeHandler}
 		if i == 0 || ss.Ready {
 			resp, err := m.rs.PodSandboxStatus(ctx, s.ID, false)
 			if status.Code(err) == codes.NotFound {
@@ -182,8 +183,8 @@ func (m *Manager) PodStatus(ctx context.Context, pod *Pod, listedAt time.Time) (
 	return ps, nil
 }
 
-func (m *Manager) containerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *ContainerStatus {
-	cs := &ContainerStatus{
+func (m *Manager) containerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *container.ContainerStatus {
+	cs := &container.ContainerStatus{
 		ID:           s.Id,
 		SandboxID:    sandboxID,
 		Name:         s.GetLabels()[LabelContainerName],
@@ -205,7 +206,7 @@ func (m *Manager) containerStatus(s *runtimeapi.ContainerStatus, sandboxID strin
 	if cs.Name == "" {
 		cs.Name = s.GetMetadata().GetName()
 	}
-	if cs.State == StateExited && cs.Message == "" {
+	if cs.State == container.StateExited && cs.Message == "" {
 		cs.Message = terminationMessage(s)
 	}
 	return cs

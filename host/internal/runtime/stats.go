@@ -3,40 +3,23 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"google.golang.org/grpc/codes"
 	grpcstatus "google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// RuntimeStats is the runtime's side of the node's stats summary: the
-// managed sandboxes and containers with the CRI stats the runtime keeps.
-type RuntimeStats struct {
-	// Sandboxes are the managed pod sandboxes (ready or not).
-	Sandboxes []*runtimeapi.PodSandbox
-	// Containers are the managed containers (running or not).
-	Containers []*runtimeapi.Container
-	// ContainerStats are the running managed containers' stats, by
-	// container ID; empty when the runtime keeps none (the embedded WASI
-	// runtime).
-	ContainerStats map[string]*runtimeapi.ContainerStats
-	// SandboxStats are the sandboxes' stats, by sandbox ID; nil when the
-	// runtime does not answer ListPodSandboxStats (containerd 1.6 fails it
-	// for a sandbox without a cgroup of its own; the embedded runtime does
-	// not implement it), and then pods are summed from their containers.
-	SandboxStats map[string]*runtimeapi.PodSandboxStats
-	// SandboxStatsErr is why SandboxStats is nil, if the runtime said.
-	SandboxStatsErr error
-}
-
 // Stats lists the managed sandboxes and containers and their CRI stats. A
 // runtime that does not implement ListContainerStats (gRPC Unimplemented)
 // leaves ContainerStats empty, any other error of it fails the call; an
-// error of ListPodSandboxStats leaves SandboxStats nil.
-func (m *Manager) Stats(ctx context.Context) (*RuntimeStats, error) {
+// error of ListPodSandboxStats leaves SandboxStats nil. A stats call the
+// runtime answered Unimplemented once is not asked again.
+func (m *Manager) Stats(ctx context.Context) (*container.RuntimeStats, error) {
 	sel := map[string]string{LabelManaged: "true"}
-	var s RuntimeStats
+	var s container.RuntimeStats
 	var err error
 	if s.Sandboxes, err = m.rs.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel}); err != nil {
 		return nil, fmt.Errorf("runtime: list sandboxes: %w", err)
@@ -44,9 +27,12 @@ func (m *Manager) Stats(ctx context.Context) (*RuntimeStats, error) {
 	if s.Containers, err = m.rs.ListContainers(ctx, &runtimeapi.ContainerFilter{LabelSelector: sel}); err != nil {
 		return nil, fmt.Errorf("runtime: list containers: %w", err)
 	}
-	cs, err := m.rs.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: sel})
-	if err != nil && grpcstatus.Code(err) != codes.Unimplemented {
-		return nil, fmt.Errorf("runtime: container stats: %w", err)
+	var cs []*runtimeapi.ContainerStats
+	if !m.lacking("ListContainerStats") {
+		cs, err = m.rs.ListContainerStats(ctx, &runtimeapi.ContainerStatsFilter{LabelSelector: sel})
+		if err != nil && !m.unimplemented("ListContainerStats", err) {
+			return nil, fmt.Errorf("runtime: container stats: %w", err)
+		}
 	}
 	s.ContainerStats = make(map[string]*runtimeapi.ContainerStats, len(cs))
 	for _, c := range cs {
@@ -54,8 +40,13 @@ func (m *Manager) Stats(ctx context.Context) (*RuntimeStats, error) {
 			s.ContainerStats[c.Attributes.Id] = c
 		}
 	}
+	if m.lacking("ListPodSandboxStats") {
+		s.SandboxStatsErr = errors.New("runtime: sandbox stats: the runtime does not implement ListPodSandboxStats")
+		return &s, nil
+	}
 	ss, err := m.rs.ListPodSandboxStats(ctx, &runtimeapi.PodSandboxStatsFilter{LabelSelector: sel})
 	if err != nil {
+		m.unimplemented("ListPodSandboxStats", err)
 		s.SandboxStatsErr = fmt.Errorf("runtime: sandbox stats: %w", err)
 	} else {
 		s.SandboxStats = make(map[string]*runtimeapi.PodSandboxStats, len(ss))
@@ -66,6 +57,24 @@ func (m *Manager) Stats(ctx context.Context) (*RuntimeStats, error) {
 		}
 	}
 	return &s, nil
+}
+
+// lacking reports whether the runtime answered call Unimplemented before.
+func (m *Manager) lacking(call string) bool {
+	_, ok := m.lacks.Load(call)
+	return ok
+}
+
+// unimplemented reports whether err is the runtime's Unimplemented; the
+// first time for call, it remembers and logs it once, at info level.
+func (m *Manager) unimplemented(call string, err error) bool {
+	if grpcstatus.Code(err) != codes.Unimplemented {
+		return false
+	}
+	if _, seen := m.lacks.LoadOrStore(call, struct{}{}); !seen {
+		m.log.Info("the runtime does not implement a stats call; it is not asked again", "call", call, "runtime", m.name, "error", grpcstatus.Convert(err).Message())
+	}
+	return true
 }
 
 // SandboxPID is the process ID of a sandbox's pause process, from the

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -22,8 +23,8 @@ import (
 // running instance of the pod's container with the given streams. The
 // runtime refuses tty together with stderr (the kubelet API drops stderr
 // when a tty is asked for, as the kubelet does).
-func (m *Manager) ExecURL(ctx context.Context, pod *v1.Pod, container string, cmd []string, stdin, stdout, stderr, tty bool) (*url.URL, error) {
-	c, err := m.findRunningContainer(ctx, pod, container)
+func (m *Manager) ExecURL(ctx context.Context, pod *v1.Pod, name string, cmd []string, stdin, stdout, stderr, tty bool) (*url.URL, error) {
+	c, err := m.findRunningContainer(ctx, pod, name)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +37,7 @@ func (m *Manager) ExecURL(ctx context.Context, pod *v1.Pod, container string, cm
 		Stderr:      stderr,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("runtime: exec in container %q of pod %s/%s: %w", container, pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("runtime: exec in container %q of pod %s/%s: %w", name, pod.Namespace, pod.Name, err)
 	}
 	return parseStreamingURL(resp.GetUrl())
 }
@@ -44,8 +45,8 @@ func (m *Manager) ExecURL(ctx context.Context, pod *v1.Pod, container string, cm
 // AttachURL is the runtime's streaming URL for attaching to the newest
 // running instance of the pod's container. tty must be the container
 // spec's TTY (a process's terminal cannot change once it runs).
-func (m *Manager) AttachURL(ctx context.Context, pod *v1.Pod, container string, stdin, stdout, stderr, tty bool) (*url.URL, error) {
-	c, err := m.findRunningContainer(ctx, pod, container)
+func (m *Manager) AttachURL(ctx context.Context, pod *v1.Pod, name string, stdin, stdout, stderr, tty bool) (*url.URL, error) {
+	c, err := m.findRunningContainer(ctx, pod, name)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func (m *Manager) AttachURL(ctx context.Context, pod *v1.Pod, container string, 
 		Stderr:      stderr,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("runtime: attach to container %q of pod %s/%s: %w", container, pod.Namespace, pod.Name, err)
+		return nil, fmt.Errorf("runtime: attach to container %q of pod %s/%s: %w", name, pod.Namespace, pod.Name, err)
 	}
 	return parseStreamingURL(resp.GetUrl())
 }
@@ -93,8 +94,8 @@ func (m *Manager) PortForwardURL(ctx context.Context, pod *v1.Pod, ports []int32
 // non-zero exit is an error, a k8s.io/utils/exec.CodeExitError carrying
 // the exit code ("command '...' exited with N: ..."), returned together
 // with the output. timeout 0 means none.
-func (m *Manager) RunInContainer(ctx context.Context, pod *v1.Pod, container string, cmd []string, timeout time.Duration) ([]byte, error) {
-	c, err := m.findRunningContainer(ctx, pod, container)
+func (m *Manager) RunInContainer(ctx context.Context, pod *v1.Pod, name string, cmd []string, timeout time.Duration) ([]byte, error) {
+	c, err := m.findRunningContainer(ctx, pod, name)
 	if err != nil {
 		return nil, err
 	}
@@ -106,17 +107,17 @@ func (m *Manager) RunInContainer(ctx context.Context, pod *v1.Pod, container str
 
 // findRunningContainer is the newest running instance of the pod's
 // container, found by pod UID and container name.
-func (m *Manager) findRunningContainer(ctx context.Context, pod *v1.Pod, container string) (*ContainerStatus, error) {
+func (m *Manager) findRunningContainer(ctx context.Context, pod *v1.Pod, name string) (*container.ContainerStatus, error) {
 	st, err := m.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return nil, err
 	}
 	for _, c := range st.Containers { // newest first
-		if c.Name == container && c.State == StateRunning {
+		if c.Name == name && c.State == container.StateRunning {
 			return c, nil
 		}
 	}
-	return nil, fmt.Errorf("container %q in pod %q is not running", container, pod.Name)
+	return nil, fmt.Errorf("container %q in pod %q is not running", name, pod.Name)
 }
 
 // parseStreamingURL parses the URL a runtime answered; it must be

@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -28,9 +29,9 @@ func NewBackOff() *flowcontrol.Backoff {
 // changed; 3 kill unwanted containers; 4 create the sandbox; 5 ephemeral
 // containers; 6 the next init container; 7 app containers. status is the
 // pod's state read from the runtime (GetPodStatus, or the PLEG cache).
-func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, backOff *flowcontrol.Backoff) (result SyncResult) {
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.PodStatus, backOff *flowcontrol.Backoff) (result container.SyncResult) {
 	if status == nil {
-		status = &PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+		status = &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	who := pod.Namespace + "/" + pod.Name
 	// Step 1.
@@ -41,7 +42,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	// Step 2 / 3.
 	if a.KillPod {
 		if err := m.KillPod(ctx, pod, status, nil); err != nil {
-			result.add("KillPod", who, fmt.Errorf("%w: %v", ErrKillPod, err), err.Error())
+			result.Add("KillPod", who, fmt.Errorf("%w: %v", container.ErrKillPod, err), err.Error())
 			return result
 		}
 		if a.CreateSandbox {
@@ -50,7 +51,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	} else {
 		for id, k := range a.ContainersToKill {
 			if err := m.killContainer(ctx, pod, k.container, id, k.message, nil); err != nil {
-				result.add("KillContainer", k.name, fmt.Errorf("%w: %v", ErrKillContainer, err), err.Error())
+				result.Add("KillContainer", k.name, fmt.Errorf("%w: %v", container.ErrKillContainer, err), err.Error())
 				return result
 			}
 		}
@@ -62,10 +63,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	if a.CreateSandbox {
 		cfg, id, ips, err := m.createSandbox(ctx, pod, a.Attempt)
 		if err != nil {
-			result.add("CreatePodSandbox", who, fmt.Errorf("%w: %v", ErrCreateSandbox, err), err.Error())
+			result.Add("CreatePodSandbox", who, fmt.Errorf("%w: %v", container.ErrCreateSandbox, err), err.Error())
 			return result
 		}
-		result.add("CreatePodSandbox", who, nil, "")
+		result.Add("CreatePodSandbox", who, nil, "")
 		sandboxID, podIPs, sbConfig = id, ips, cfg
 	}
 	if sandboxID == "" || (!a.CreateSandbox && a.KillPod) {
@@ -85,8 +86,8 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *PodStatus, b
 	start := func(kind string, c *v1.Container) error {
 		err, msg := m.startContainer(ctx, sandboxID, sbConfig, pod, c, status, podIPs, backOff)
 		m.setReason(pod.UID, c.Name, err, msg)
-		result.add("StartContainer", c.Name, err, msg)
-		if err != nil && err != ErrCrashLoopBackOff && err != ErrImagePullBackOff {
+		result.Add("StartContainer", c.Name, err, msg)
+		if err != nil && err != container.ErrCrashLoopBackOff && err != container.ErrImagePullBackOff {
 			m.log.Info("start "+kind+" failed", "pod", who, "container", c.Name, "reason", err, "message", msg)
 		}
 		return err
@@ -138,7 +139,7 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 		cfg.DnsConfig = dc
 	}
 	if m.cfg.Hooks != nil {
-		adj, err := m.cfg.Hooks.Hook(ctx, HookPreSandbox, pod, nil)
+		adj, err := m.cfg.Hooks.Hook(ctx, container.HookPreSandbox, pod, nil)
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("PreSandbox hook: %w", err)
 		}
@@ -207,12 +208,12 @@ func backOffKey(pod *v1.Pod, c *v1.Container) string {
 // startContainer checks the back-off, pulls the image, runs the PreCreate
 // hook, creates and starts the container and runs the PostStart hook. It
 // returns one of the Err* reasons and a message.
-func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, pod *v1.Pod, c *v1.Container, status *PodStatus, podIPs []string, backOff *flowcontrol.Backoff) (error, string) {
+func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, pod *v1.Pod, c *v1.Container, status *container.PodStatus, podIPs []string, backOff *flowcontrol.Backoff) (error, string) {
 	last := status.FindContainer(c.Name)
-	if last != nil && last.State == StateExited && backOff != nil {
+	if last != nil && last.State == container.StateExited && backOff != nil {
 		key := backOffKey(pod, c)
 		if backOff.IsInBackOffSince(key, last.FinishedAt) {
-			return ErrCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", backOff.Get(key), c.Name, pod.Name, pod.Namespace, pod.UID)
+			return container.ErrCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", backOff.Get(key), c.Name, pod.Name, pod.Namespace, pod.UID)
 		}
 		backOff.Next(key, last.FinishedAt)
 	}
@@ -221,35 +222,35 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig
 		return err, msg
 	}
 	if err := m.checkNonRoot(ctx, pod, c, imageRef); err != nil {
-		return ErrCreateContainerConfig, err.Error()
+		return container.ErrCreateContainerConfig, err.Error()
 	}
 	restartCount := 0
 	if last != nil {
 		restartCount = last.RestartCount + 1
 	}
-	var adj *Adjustment
+	var adj *container.Adjustment
 	if m.cfg.Hooks != nil {
-		adj, err = m.cfg.Hooks.Hook(ctx, HookPreCreate, pod, c)
+		adj, err = m.cfg.Hooks.Hook(ctx, container.HookPreCreate, pod, c)
 		if err != nil {
-			return ErrPreCreateHook, err.Error()
+			return container.ErrPreCreateHook, err.Error()
 		}
 	}
 	cfg, err := m.containerConfig(ctx, pod, c, restartCount, imageRef, podIPs, adj)
 	if err != nil {
-		return ErrCreateContainerConfig, err.Error()
+		return container.ErrCreateContainerConfig, err.Error()
 	}
 	id, err := m.rs.CreateContainer(ctx, sandboxID, cfg, sbConfig)
 	if err != nil {
-		return ErrCreateContainer, err.Error()
+		return container.ErrCreateContainer, err.Error()
 	}
 	if err := m.rs.StartContainer(ctx, id); err != nil {
-		return ErrRunContainer, err.Error()
+		return container.ErrRunContainer, err.Error()
 	}
 	if m.cfg.Hooks != nil {
-		if _, err := m.cfg.Hooks.Hook(ctx, HookPostStart, pod, c); err != nil {
+		if _, err := m.cfg.Hooks.Hook(ctx, container.HookPostStart, pod, c); err != nil {
 			msg := fmt.Sprintf("PostStart hook: %v", err)
 			m.killContainer(ctx, pod, c, id, msg, nil)
-			return ErrRunContainer, msg
+			return container.ErrRunContainer, msg
 		}
 	}
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
@@ -259,7 +260,7 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig
 			msg := fmt.Sprintf("PostStartHookError: %v", err)
 			m.log.Info("postStart hook failed", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "error", err, "output", out)
 			m.killContainer(ctx, pod, c, id, "FailedPostStartHook", nil)
-			return ErrPostStartHook, msg
+			return container.ErrPostStartHook, msg
 		}
 	}
 	return nil, ""
@@ -267,13 +268,13 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig
 
 // purgeInitContainers removes the pod's dead init containers before a new
 // sandbox, so its init containers run again.
-func (m *Manager) purgeInitContainers(ctx context.Context, pod *v1.Pod, status *PodStatus) {
+func (m *Manager) purgeInitContainers(ctx context.Context, pod *v1.Pod, status *container.PodStatus) {
 	names := map[string]bool{}
 	for _, c := range pod.Spec.InitContainers {
 		names[c.Name] = true
 	}
 	for _, c := range status.Containers {
-		if names[c.Name] && c.State != StateRunning {
+		if names[c.Name] && c.State != container.StateRunning {
 			if err := m.rs.RemoveContainer(ctx, c.ID); err != nil {
 				m.log.Warn("remove init container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", c.ID, "error", err)
 			}

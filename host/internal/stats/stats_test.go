@@ -13,20 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
-
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 // fakeRuntime answers Stats with a fixed view and SandboxPID from a map.
 type fakeRuntime struct {
-	stats *runtime.RuntimeStats
+	stats *container.RuntimeStats
 	err   error
 	pids  map[string]int
 }
 
-func (f *fakeRuntime) Stats(context.Context) (*runtime.RuntimeStats, error) { return f.stats, f.err }
+func (f *fakeRuntime) Stats(context.Context) (*container.RuntimeStats, error) { return f.stats, f.err }
 func (f *fakeRuntime) SandboxPID(_ context.Context, id string) (int, error) {
 	return f.pids[id], nil
 }
@@ -69,7 +68,7 @@ func containerStat(id string, cpu, ws uint64) *runtimeapi.ContainerStats {
 	}
 }
 
-func twoPods() *runtime.RuntimeStats {
+func twoPods() *container.RuntimeStats {
 	sb := func(id, name string, ready bool) *runtimeapi.PodSandbox {
 		st := runtimeapi.PodSandboxState_SANDBOX_NOTREADY
 		if ready {
@@ -84,7 +83,7 @@ func twoPods() *runtime.RuntimeStats {
 		}
 		return &runtimeapi.Container{Id: id, PodSandboxId: sandbox, State: st, CreatedAt: 6e9, Metadata: &runtimeapi.ContainerMetadata{Name: name}}
 	}
-	return &runtime.RuntimeStats{
+	return &container.RuntimeStats{
 		Sandboxes: []*runtimeapi.PodSandbox{sb("s1", "a", true), sb("s2", "b", true), sb("s0", "a", false)},
 		Containers: []*runtimeapi.Container{
 			c("a1", "s1", "one", true), c("a2", "s1", "two", true), c("a0", "s1", "one", false),
@@ -117,7 +116,7 @@ func podByName(s *statsapi.Summary, name string) *statsapi.PodStats {
 func TestSummary_Node(t *testing.T) {
 	dir := procDir(t, "100")
 	now := time.Unix(1000, 0)
-	p := New(Config{NodeName: "n1", Runtime: &fakeRuntime{stats: &runtime.RuntimeStats{}}, RootDir: t.TempDir(), ProcDir: dir, Now: func() time.Time { return now }})
+	p := New(Config{NodeName: "n1", Runtime: &fakeRuntime{stats: &container.RuntimeStats{}}, RootDir: t.TempDir(), ProcDir: dir, Now: func() time.Time { return now }})
 	s, err := p.Summary(context.Background(), false)
 	if err != nil {
 		t.Fatal(err)

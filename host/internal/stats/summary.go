@@ -17,20 +17,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
-
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 // Runtime is the CRI runtime's side of the summary (runtime.Manager).
 type Runtime interface {
 	// Stats lists the managed sandboxes and containers with their stats.
-	Stats(ctx context.Context) (*runtime.RuntimeStats, error)
+	Stats(ctx context.Context) (*container.RuntimeStats, error)
 	// SandboxPID is the process of a sandbox, 0 when unknown.
 	SandboxPID(ctx context.Context, sandboxID string) (int, error)
 }
@@ -173,7 +172,7 @@ func bootTime(procDir string, now time.Time) time.Time {
 // pods is the stats of each ready sandbox's pod: its running containers
 // with CRI stats, the pod's CPU and memory from the sandbox's stats or else
 // the sum of its containers', its network from the sandbox's.
-func (p *Provider) pods(ctx context.Context, rs *runtime.RuntimeStats, want parts) []statsapi.PodStats {
+func (p *Provider) pods(ctx context.Context, rs *container.RuntimeStats, want parts) []statsapi.PodStats {
 	byPod := map[string][]*runtimeapi.Container{}
 	for _, c := range rs.Containers {
 		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {

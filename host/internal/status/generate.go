@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/qos"
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 // Input is what Generate needs.
@@ -22,7 +22,7 @@ type Input struct {
 	// Pod is the pod's spec.
 	Pod *v1.Pod
 	// Runtime is the pod's state in the runtime; nil means nothing yet.
-	Runtime *runtime.PodStatus
+	Runtime *container.PodStatus
 	// Previous is the pod's last status (start time, terminal phase and
 	// container states are kept from it); nil for a new pod.
 	Previous *v1.PodStatus
@@ -59,7 +59,7 @@ func Generate(in Input) v1.PodStatus {
 	}
 	rs := in.Runtime
 	if rs == nil {
-		rs = &runtime.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+		rs = &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	prev := in.Previous
 	if prev == nil {
@@ -117,7 +117,7 @@ func Rejected(pod *v1.Pod, reason, message string) v1.PodStatus {
 	return v1.PodStatus{Phase: v1.PodFailed, Reason: reason, Message: "Pod was rejected: " + message, QOSClass: qos.Class(pod)}
 }
 
-func containerStatuses(in Input, rs *runtime.PodStatus, specs []v1.Container, prev []v1.ContainerStatus, init bool) []v1.ContainerStatus {
+func containerStatuses(in Input, rs *container.PodStatus, specs []v1.Container, prev []v1.ContainerStatus, init bool) []v1.ContainerStatus {
 	if len(specs) == 0 {
 		return nil
 	}
@@ -139,7 +139,7 @@ func containerStatuses(in Input, rs *runtime.PodStatus, specs []v1.Container, pr
 		}
 		cs.State.Waiting = &v1.ContainerStateWaiting{Reason: waitReason}
 		// The newest instance is the state, the one before the last state.
-		var cur, last *runtime.ContainerStatus
+		var cur, last *container.ContainerStatus
 		for _, r := range rs.Containers {
 			if r.Name != c.Name {
 				continue
@@ -157,7 +157,7 @@ func containerStatuses(in Input, rs *runtime.PodStatus, specs []v1.Container, pr
 			cs.ImageID = cur.ImageRef
 			cs.RestartCount = int32(cur.RestartCount)
 			cs.State = apiState(cur, in.RuntimeName)
-			if cur.State == runtime.StateRunning {
+			if cur.State == container.StateRunning {
 				started, ready := true, true
 				if in.Probes != nil {
 					started, ready = in.Probes.Started(c, cs.ContainerID), in.Probes.Ready(c, cs.ContainerID)
@@ -170,10 +170,10 @@ func containerStatuses(in Input, rs *runtime.PodStatus, specs []v1.Container, pr
 			cs = *p
 			cs.Ready, cs.Started = false, &notStarted
 		}
-		if last != nil && last.State == runtime.StateExited {
+		if last != nil && last.State == container.StateExited {
 			cs.LastTerminationState = apiState(last, in.RuntimeName)
 		}
-		if in.Waiting != nil && runtime.ShouldRestart(c, pod, rs) {
+		if in.Waiting != nil && container.ShouldRestart(c, pod, rs) {
 			if reason, msg, ok := in.Waiting(pod.UID, c.Name); ok {
 				if cs.State.Terminated != nil {
 					cs.LastTerminationState = cs.State
@@ -182,7 +182,7 @@ func containerStatuses(in Input, rs *runtime.PodStatus, specs []v1.Container, pr
 				cs.Ready = false
 			}
 		}
-		if init && !runtime.IsSidecar(c) {
+		if init && !container.IsSidecar(c) {
 			// An init container is ready once it has completed, as the
 			// kubelet reports it; a running one is not.
 			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
@@ -201,11 +201,11 @@ func findStatus(list []v1.ContainerStatus, name string) *v1.ContainerStatus {
 	return nil
 }
 
-func apiState(r *runtime.ContainerStatus, runtimeName string) v1.ContainerState {
+func apiState(r *container.ContainerStatus, runtimeName string) v1.ContainerState {
 	switch r.State {
-	case runtime.StateRunning:
+	case container.StateRunning:
 		return v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(r.StartedAt)}}
-	case runtime.StateExited:
+	case container.StateExited:
 		reason := r.Reason
 		if reason == "" {
 			reason = "Completed"
@@ -218,7 +218,7 @@ func apiState(r *runtime.ContainerStatus, runtimeName string) v1.ContainerState 
 			StartedAt: metav1.NewTime(r.StartedAt), FinishedAt: metav1.NewTime(r.FinishedAt),
 			ContainerID: runtimeName + "://" + r.ID,
 		}}
-	case runtime.StateUnknown:
+	case container.StateUnknown:
 		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
 			ExitCode: 137, Reason: "ContainerStatusUnknown",
 			Message:     "The container could not be located when the pod was terminated",
@@ -239,7 +239,7 @@ func Phase(pod *v1.Pod, inits, containers []v1.ContainerStatus) v1.PodPhase {
 	}
 	for _, c := range pod.Spec.InitContainers {
 		s := findStatus(inits, c.Name)
-		if runtime.IsSidecar(&c) {
+		if container.IsSidecar(&c) {
 			// A sidecar counts once it runs and has started, or once the
 			// app containers ran (it is then restarted beside them).
 			if !appRan && (s == nil || s.State.Running == nil || s.Started == nil || !*s.Started) {
@@ -316,7 +316,7 @@ func Phase(pod *v1.Pod, inits, containers []v1.ContainerStatus) v1.PodPhase {
 
 // conditions are the kubelet's five, in its order: PodReadyToStartContainers,
 // Initialized, Ready, ContainersReady, PodScheduled.
-func conditions(pod *v1.Pod, rs *runtime.PodStatus, s *v1.PodStatus, prev *v1.PodStatus, now time.Time) []v1.PodCondition {
+func conditions(pod *v1.Pod, rs *container.PodStatus, s *v1.PodStatus, prev *v1.PodStatus, now time.Time) []v1.PodCondition {
 	cond := func(t v1.PodConditionType, ok bool, reason, msg string) v1.PodCondition {
 		c := v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reason, Message: msg}
 		if ok {
@@ -335,7 +335,7 @@ func conditions(pod *v1.Pod, rs *runtime.PodStatus, s *v1.PodStatus, prev *v1.Po
 	var notInit []string
 	for _, c := range pod.Spec.InitContainers {
 		st := findStatus(s.InitContainerStatuses, c.Name)
-		if runtime.IsSidecar(&c) {
+		if container.IsSidecar(&c) {
 			if st == nil || st.State.Running == nil || st.Started == nil || !*st.Started {
 				notInit = append(notInit, c.Name)
 			}
@@ -355,7 +355,7 @@ func conditions(pod *v1.Pod, rs *runtime.PodStatus, s *v1.PodStatus, prev *v1.Po
 	// Sidecars count for readiness too, before the app containers.
 	var notReady []string
 	for _, c := range pod.Spec.InitContainers {
-		if st := findStatus(s.InitContainerStatuses, c.Name); runtime.IsSidecar(&c) && (st == nil || !st.Ready) {
+		if st := findStatus(s.InitContainerStatuses, c.Name); container.IsSidecar(&c) && (st == nil || !st.Ready) {
 			notReady = append(notReady, c.Name)
 		}
 	}

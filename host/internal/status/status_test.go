@@ -5,11 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wasmlet/wasmlet/host/internal/container"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/wasmlet/wasmlet/host/internal/runtime"
 )
 
 func pod(policy v1.RestartPolicy, inits []string, containers ...string) *v1.Pod {
@@ -25,23 +24,23 @@ func pod(policy v1.RestartPolicy, inits []string, containers ...string) *v1.Pod 
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func running(name string) *runtime.ContainerStatus {
-	return &runtime.ContainerStatus{ID: name + "-id", Name: name, State: runtime.StateRunning, StartedAt: t0, CreatedAt: t0}
+func running(name string) *container.ContainerStatus {
+	return &container.ContainerStatus{ID: name + "-id", Name: name, State: container.StateRunning, StartedAt: t0, CreatedAt: t0}
 }
 
-func exited(name string, code int32, restarts int) *runtime.ContainerStatus {
-	return &runtime.ContainerStatus{ID: name + "-id", Name: name, State: runtime.StateExited, ExitCode: code, StartedAt: t0, FinishedAt: t0.Add(time.Second), RestartCount: restarts}
+func exited(name string, code int32, restarts int) *container.ContainerStatus {
+	return &container.ContainerStatus{ID: name + "-id", Name: name, State: container.StateExited, ExitCode: code, StartedAt: t0, FinishedAt: t0.Add(time.Second), RestartCount: restarts}
 }
 
-func rs(cs ...*runtime.ContainerStatus) *runtime.PodStatus {
-	return &runtime.PodStatus{UID: "u", Sandboxes: []*runtime.SandboxStatus{{ID: "sb", Ready: true, IPs: []string{"10.0.0.5"}}}, IPs: []string{"10.0.0.5"}, Containers: cs}
+func rs(cs ...*container.ContainerStatus) *container.PodStatus {
+	return &container.PodStatus{UID: "u", Sandboxes: []*container.SandboxStatus{{ID: "sb", Ready: true, IPs: []string{"10.0.0.5"}}}, IPs: []string{"10.0.0.5"}, Containers: cs}
 }
 
 func TestGenerate_Phase(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		pod     *v1.Pod
-		rs      *runtime.PodStatus
+		rs      *container.PodStatus
 		waiting string
 		want    v1.PodPhase
 	}{

@@ -20,6 +20,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/pleg"
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 	"github.com/wasmlet/wasmlet/host/internal/podstate"
 	"github.com/wasmlet/wasmlet/host/internal/status"
 	"github.com/wasmlet/wasmlet/host/internal/worker"
@@ -191,7 +192,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			l.iterationStart.Store(time.Now().UnixNano())
 			src = "pleg"
 			if p, ok := l.cfg.Pods.PodByUID(e.ID); ok {
-				l.log.Trace("SyncLoop (PLEG)", "pod", podName(p), "event", e.Type, "id", e.Data)
+				l.log.Trace("SyncLoop (PLEG)", "pod", podspec.Name(p), "event", e.Type, "id", e.Data)
 				l.syncs([]*v1.Pod{p})
 			}
 		case uid := <-l.cfg.ProbeResults:
@@ -284,7 +285,7 @@ func (l *Loop) additions(ctx context.Context, pods []*v1.Pod) {
 			l.cfg.Records.Reject(p.UID)
 			l.cfg.Statuses.SetPodStatus(p, status.Rejected(p, r.Reason, r.Message))
 			l.rejected.Inc()
-			l.log.Warn("event: pod rejected", "event", "PodRejected", "pod", podName(p), "uid", p.UID, "admitter", r.Admitter, "reason", r.Reason, "message", r.Message)
+			l.log.Warn("event: pod rejected", "event", "PodRejected", "pod", podspec.Name(p), "uid", p.UID, "admitter", r.Admitter, "reason", r.Reason, "message", r.Message)
 			l.cfg.Recorder.Event(p, v1.EventTypeWarning, r.Reason, r.Message)
 			continue
 		}
@@ -406,12 +407,10 @@ func syncKind(p *v1.Pod) worker.Kind {
 	return worker.Sync
 }
 
-func podName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }
-
 func podNames(pods []*v1.Pod) []string {
 	out := make([]string, len(pods))
 	for i, p := range pods {
-		out[i] = podName(p)
+		out[i] = podspec.Name(p)
 	}
 	return out
 }

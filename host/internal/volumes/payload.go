@@ -10,6 +10,7 @@ import (
 
 	"github.com/wasmlet/wasmlet/host/internal/objects"
 	"github.com/wasmlet/wasmlet/host/internal/podenv"
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 )
 
 // defaultMode is the mode of a file whose volume and item set none.
@@ -103,7 +104,7 @@ func (b payloads) downwardAPI(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, mod
 		case it.FieldRef != nil:
 			v, err = podenv.FieldValue(pod, it.FieldRef.FieldPath, nil, nil)
 		case it.ResourceFieldRef != nil:
-			c := findContainer(pod, it.ResourceFieldRef.ContainerName)
+			c := podspec.FindContainer(pod, it.ResourceFieldRef.ContainerName)
 			if c == nil {
 				err = fmt.Errorf("container %q not found in the pod", it.ResourceFieldRef.ContainerName)
 				break
@@ -166,18 +167,4 @@ func (b payloads) token(ctx context.Context, pod *v1.Pod, s *v1.ServiceAccountTo
 		return nil, fmt.Errorf("service account token: %w", err)
 	}
 	return Payload{s.Path: {Data: []byte(tok.Token), Mode: mode}}, nil
-}
-
-func findContainer(pod *v1.Pod, name string) *v1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/wasmlet/wasmlet/host/internal/podspec"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -326,7 +327,7 @@ func (w *Workers) run(uid types.UID, pw *podWorker) {
 		case err != nil:
 			failures++
 			d := backOff(w.cfg.BackOff, w.cfg.MaxBackOff, failures)
-			w.log.Error("pod sync failed", "pod", podName(work.Pod), "uid", uid, "kind", work.Kind.String(), "retry_in", d, "error", err)
+			w.log.Error("pod sync failed", "pod", podspec.Name(work.Pod), "uid", uid, "kind", work.Kind.String(), "retry_in", d, "error", err)
 			arm(d)
 		default:
 			failures = 0
@@ -360,5 +361,3 @@ func backOff(base, maxD time.Duration, failures int) time.Duration {
 func jitter(d time.Duration) time.Duration {
 	return d + time.Duration(rand.Int64N(int64(d)/2+1))
 }
-
-func podName(p *v1.Pod) string { return p.Namespace + "/" + p.Name }

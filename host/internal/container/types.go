@@ -1,4 +1,12 @@
-package runtime
+// Package container is the runtime's vocabulary, as the kubelet's
+// pkg/kubelet/container is: a pod's and a container's state in the runtime,
+// the objects of a relist, the outcome of a sync, the lifecycle points and
+// adjustments of sync hooks, container logs and stats, and the predicates
+// every consumer shares (IsSidecar, ShouldRestart). It is a leaf: the CRI
+// runtime manager (host/internal/runtime) fills these types, and pleg,
+// stats, logrotate, housekeeping, the prober, podsync and status read them
+// without depending on the manager.
+package container
 
 import (
 	"errors"
@@ -195,7 +203,8 @@ type SyncResult struct {
 	Steps []StepResult
 }
 
-func (r *SyncResult) add(action, target string, err error, msg string) {
+// Add records one step.
+func (r *SyncResult) Add(action, target string, err error, msg string) {
 	r.Steps = append(r.Steps, StepResult{Action: action, Target: target, Err: err, Message: msg})
 }
 

@@ -1,0 +1,195 @@
+// Package v1alpha1 is the node agent's configuration, version
+// wasmlet.io/v1alpha1: the WasmletConfiguration type, in the manner of the
+// kubelet's KubeletConfiguration. It is both the `wasmlet run --config` file
+// (YAML or JSON, camelCase fields, durations as Go durations: "20s") and the
+// target of `wasmlet run`'s flags, so a setting is written once: a field
+// with its JSON name here, its default in SetDefaults, its flag in AddFlags
+// and its checks in Validate.
+//
+// The flags and the file fill the same struct: LoadFile decodes the file,
+// the flags given on the command line are then parsed over it, SetDefaults
+// fills what neither set and Validate checks the result. A value field left
+// at its zero value takes its default (so "0s" for a period means the
+// default period); a field whose zero value means something other than its
+// default (a port of 0 disables its server, an idle timeout of 0 keeps
+// plugins loaded, cgroupsPerQOS false) is a pointer, nil until set.
+package v1alpha1
+
+import (
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The configuration's kind and apiVersion, as a file states them.
+const (
+	Kind       = "WasmletConfiguration"
+	APIVersion = "wasmlet.io/v1alpha1"
+)
+
+// WasmletConfiguration is the node agent's configuration. The comment of a
+// field names its flag and its default.
+type WasmletConfiguration struct {
+	// Kind is Kind; a file must state it. APIVersion, when a file states
+	// it, is APIVersion. SetDefaults sets both.
+	metav1.TypeMeta `json:",inline"`
+
+	// NodeName is this node's name (--node-name); static pods are named
+	// "<pod>-<node>". Default: the host name. Either way it is lower-cased.
+	NodeName string `json:"nodeName,omitempty"`
+	// StaticPodPath is a directory (or one file) of static pod manifests,
+	// the file source (--pod-manifest-path); empty disables the source.
+	StaticPodPath string `json:"staticPodPath,omitempty"`
+	// FileCheckFrequency is how often the file source re-reads its
+	// directory besides watching it (--file-check-frequency, 20s).
+	FileCheckFrequency metav1.Duration `json:"fileCheckFrequency,omitempty"`
+	// PodObjectsDir, on a standalone node, is a directory of ConfigMap and
+	// Secret manifests that static pods' volumes and env may reference
+	// (--pod-objects-dir); ignored with KubeConfig, where they come from
+	// the API server.
+	PodObjectsDir string `json:"podObjectsDir,omitempty"`
+	// ClusterDomain is the cluster's DNS domain, e.g. cluster.local
+	// (--cluster-domain): pods with a subdomain get
+	// <host>.<subdomain>.<ns>.svc.<domain> in /etc/hosts.
+	ClusterDomain string `json:"clusterDomain,omitempty"`
+	// ClusterDNS are the IPs of the cluster DNS servers given to
+	// ClusterFirst pods (--cluster-dns, comma-separated); without them such
+	// pods get the host's resolver.
+	ClusterDNS []string `json:"clusterDNS,omitempty"`
+	// ResolvConf is the host's resolver file that Default pods copy and
+	// ClusterFirst pods take search paths from (--resolv-conf,
+	// /etc/resolv.conf); "" gives Default pods 127.0.0.1, as the kubelet's
+	// --resolv-conf="".
+	ResolvConf *string `json:"resolvConf,omitempty"`
+	// PluginDir is the directory of .wasm plugins and their manifests
+	// (--plugin-dir); empty loads none.
+	PluginDir string `json:"pluginDir,omitempty"`
+	// PluginIdleTimeout: a plugin not called for this long gives back its
+	// instances and compiled code and is reloaded from the compilation
+	// cache on its next call (--plugin-idle-timeout, 10s); 0 keeps every
+	// plugin loaded.
+	PluginIdleTimeout *metav1.Duration `json:"pluginIdleTimeout,omitempty"`
+	// ContainerRuntimeEndpoint is the CRI endpoint, e.g.
+	// unix:///run/containerd/containerd.sock (--container-runtime-endpoint);
+	// empty runs the embedded WASI runtime in-process.
+	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint,omitempty"`
+	// ImageServiceEndpoint is the CRI image service endpoint
+	// (--image-service-endpoint); empty means ContainerRuntimeEndpoint.
+	ImageServiceEndpoint string `json:"imageServiceEndpoint,omitempty"`
+	// CgroupsPerQOS puts each pod of a CRI runtime under a cgroup of its
+	// own in the kubelet's kubepods/<qos>/pod<uid> hierarchy, with the
+	// pod's limits (--cgroups-per-qos, true). The embedded WASI runtime
+	// has no cgroups.
+	CgroupsPerQOS *bool `json:"cgroupsPerQOS,omitempty"`
+	// CgroupDriver is the runtime's cgroup driver, cgroupfs or systemd
+	// (--cgroup-driver, cgroupfs).
+	CgroupDriver string `json:"cgroupDriver,omitempty"`
+	// CgroupRoot is the cgroup the kubepods hierarchy is made under
+	// (--cgroup-root, /).
+	CgroupRoot string `json:"cgroupRoot,omitempty"`
+	// RuntimeRequestTimeout bounds each CRI call
+	// (--runtime-request-timeout, 2m).
+	RuntimeRequestTimeout metav1.Duration `json:"runtimeRequestTimeout,omitempty"`
+	// RootDir holds the agent's state: pod directories, plugin cache, the
+	// embedded runtime (--root-dir, /var/lib/wasmlet).
+	RootDir string `json:"rootDir,omitempty"`
+	// PodLogsDir is where container logs go, in the kubelet's layout
+	// <dir>/<namespace>_<pod>_<uid>/<container>/<restartCount>.log
+	// (--pod-logs-dir, /var/log/pods).
+	PodLogsDir string `json:"podLogsDir,omitempty"`
+	// SyncFrequency is the period of the resync of every pod
+	// (--sync-frequency, 1m).
+	SyncFrequency metav1.Duration `json:"syncFrequency,omitempty"`
+	// HousekeepingInterval is the period of the cleanup of orphaned pods,
+	// containers and directories (--housekeeping-interval, 2s).
+	HousekeepingInterval metav1.Duration `json:"housekeepingInterval,omitempty"`
+	// ContainerGCPeriod is the least time between two removals of dead
+	// containers, sandboxes and pod directories, the kubelet's container
+	// GC period (--container-gc-period, 1m).
+	ContainerGCPeriod metav1.Duration `json:"containerGCPeriod,omitempty"`
+	// PLEGRelistPeriod is the period of the runtime relist
+	// (--pleg-relist-period, 1s).
+	PLEGRelistPeriod metav1.Duration `json:"plegRelistPeriod,omitempty"`
+	// VolumeStatsAggPeriod is how long a pod's volume usage (a walk of
+	// each volume's directory) is reused by the stats summary and the
+	// local-storage eviction (--volume-stats-agg-period, 1m).
+	VolumeStatsAggPeriod metav1.Duration `json:"volumeStatsAggPeriod,omitempty"`
+	// MaxPods is the most pods this node admits (--max-pods, 110).
+	MaxPods int `json:"maxPods,omitempty"`
+	// Address is the read-only server's listen address
+	// (--address, 127.0.0.1).
+	Address string `json:"address,omitempty"`
+	// ReadOnlyPort serves /healthz, /pods, /metrics and /plugins
+	// (--read-only-port, 10255); 0 disables the server.
+	ReadOnlyPort *int `json:"readOnlyPort,omitempty"`
+	// ContainerLogMaxSize is the size, a quantity such as 10Mi, over which
+	// a running container's log is rotated (--container-log-max-size,
+	// 10Mi).
+	ContainerLogMaxSize string `json:"containerLogMaxSize,omitempty"`
+	// ContainerLogMaxFiles is how many files a container's log may span,
+	// the live one included, at least 2 (--container-log-max-files, 5).
+	ContainerLogMaxFiles int `json:"containerLogMaxFiles,omitempty"`
+	// LogLevel is the agent's log level: trace, debug, info, warn or
+	// error (--log-level, info).
+	LogLevel string `json:"logLevel,omitempty"`
+	// LogJSON writes the logs as JSON lines (--log-json).
+	LogJSON bool `json:"logJSON,omitempty"`
+
+	// KubeConfig is a kubeconfig with the node's credentials
+	// (--kubeconfig): with it the agent joins the cluster (API pod source,
+	// Node and Lease, pod status, mirror pods, events); empty runs
+	// standalone.
+	KubeConfig string `json:"kubeconfig,omitempty"`
+	// BootstrapKubeConfig is a kubeconfig with a bootstrap token
+	// (--bootstrap-kubeconfig): when KubeConfig holds no valid client
+	// certificate, the node requests one with it, stores it in CertDir and
+	// writes KubeConfig pointing at it (TLS bootstrap). It needs
+	// KubeConfig.
+	BootstrapKubeConfig string `json:"bootstrapKubeconfig,omitempty"`
+	// CertDir holds the node's client and serving certificates
+	// (--cert-dir, <rootDir>/pki).
+	CertDir string `json:"certDir,omitempty"`
+	// RotateCertificates renews the client certificate through a CSR
+	// before it expires (--rotate-certificates; default true with
+	// BootstrapKubeConfig, else false). It needs KubeConfig.
+	RotateCertificates *bool `json:"rotateCertificates,omitempty"`
+	// ServerTLSBootstrap requests the kubelet API's serving certificate
+	// through a kubernetes.io/kubelet-serving CSR and renews it before it
+	// expires (--rotate-server-certificates). It needs KubeConfig.
+	ServerTLSBootstrap bool `json:"serverTLSBootstrap,omitempty"`
+	// KubeAPIQPS and KubeAPIBurst bound the request rate to the API server
+	// (--kube-api-qps 50, --kube-api-burst 100, the kubelet's).
+	KubeAPIQPS   int `json:"kubeAPIQPS,omitempty"`
+	KubeAPIBurst int `json:"kubeAPIBurst,omitempty"`
+	// NodeStatusUpdateFrequency is how often the node status is computed
+	// and posted if it changed (--node-status-update-frequency, 10s).
+	NodeStatusUpdateFrequency metav1.Duration `json:"nodeStatusUpdateFrequency,omitempty"`
+	// NodeStatusReportFrequency is how often an unchanged node status is
+	// posted anyway (--node-status-report-frequency, 5m); the Lease is the
+	// heartbeat.
+	NodeStatusReportFrequency metav1.Duration `json:"nodeStatusReportFrequency,omitempty"`
+
+	// SecureAddress is the kubelet API's listen address
+	// (--secure-address); empty means all addresses.
+	SecureAddress string `json:"secureAddress,omitempty"`
+	// Port is the kubelet API's port (--port, 10250): TLS, served when
+	// clients can be authenticated (with KubeConfig, a client CA or
+	// anonymous access); 0 disables it.
+	Port *int `json:"port,omitempty"`
+	// TLSCertFile and TLSPrivateKeyFile are the kubelet API's serving
+	// certificate and its key (--tls-cert-file, --tls-private-key-file),
+	// given together; empty means a self-signed one under CertDir.
+	TLSCertFile       string `json:"tlsCertFile,omitempty"`
+	TLSPrivateKeyFile string `json:"tlsPrivateKeyFile,omitempty"`
+	// Authentication is the kubelet API's authentication, the
+	// KubeletConfiguration's block: x509.clientCAFile (--client-ca-file),
+	// webhook.enabled (bearer tokens through TokenReview, default true;
+	// in effect with KubeConfig), webhook.cacheTTL, anonymous.enabled
+	// (--anonymous-auth, false). A zero cache TTL means the kubelet's (2m).
+	Authentication kubeletconfig.KubeletAuthentication `json:"authentication"`
+	// Authorization is the kubelet API's authorization, the
+	// KubeletConfiguration's block: mode (--authorization-mode; Webhook
+	// with KubeConfig, else AlwaysAllow), webhook.cacheAuthorizedTTL and
+	// webhook.cacheUnauthorizedTTL (zero means the kubelet's: 5m, 30s).
+	Authorization kubeletconfig.KubeletAuthorization `json:"authorization"`
+}
