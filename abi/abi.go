@@ -1,7 +1,7 @@
 // Package abi holds the names and message types that the wasmlet host and its
 // WebAssembly plugins share. It is the executable half of the written contract
 // in abi/SPEC.md and abi/v1/SPEC.md and imports nothing but the standard
-// library, so the host (host/plugin) and the guest SDK (sdk/) can both depend
+// library, so the host (host/internal/pluginhost) and the guest SDK (sdk/) can both depend
 // on it without depending on each other.
 //
 // Everything exported here that names an ABI v1 export, import or message field
