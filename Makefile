@@ -15,7 +15,7 @@ MODULES  := . abi sdk sdk/sdktest plugins examples/plugins
 # each CMD: run CMD in every module, stopping at the first failure.
 each = @set -e; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)); done
 
-.PHONY: all build plugins deps run test test-steps unit e2e conformance cri-diff bench bench-node check fmt vet tidy clean
+.PHONY: all build plugins deps run test test-steps unit e2e conformance node-conformance cri-diff bench bench-node check fmt vet tidy clean
 
 all: build plugins
 
@@ -67,11 +67,18 @@ unit: deps build plugins
 e2e: deps build plugins
 	./hack/e2e.sh
 
-# The upstream [NodeConformance] specs against wasmlet, the kubelet or both
+# The upstream specs of test/e2e/common, [NodeConformance] and [Conformance]
+# (TAGS=both|node|conformance), against wasmlet, the kubelet or both
 # (NODE=wasmlet|kubelet|both, FOCUS=, SKIP=, PARALLEL=): hours, not part of
 # make test. See the README's "Conformance" section.
 conformance: deps build
-	./hack/conformance.sh
+	SUITE=e2e ./hack/conformance.sh
+
+# Kubernetes' node conformance test: the [NodeConformance] specs of
+# test/e2e_node against a node the harness starts (the same variables as
+# conformance): hours, not part of make test.
+node-conformance: deps build
+	SUITE=e2e_node ./hack/conformance.sh
 
 # The CRI sandbox and container configs the kubelet and wasmlet send for
 # the same static pods, compared field by field (hack/cri-diff.sh): needs

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# make conformance: the upstream Kubernetes [NodeConformance] e2e specs
-# (k8s.io/kubernetes v1.36.3 test/e2e) against a single-node cluster whose
-# node is wasmlet, the real kubelet, or each in turn.
+# make conformance / make node-conformance: Kubernetes' own node specs
+# (k8s.io/kubernetes v1.36.3) against a single-node cluster whose node is
+# wasmlet, the real kubelet, or each in turn.
 #
+#   SUITE=e2e|e2e_node         e2e (make conformance, the default): test/e2e's
+#                              specs of test/e2e/common, by TAGS;
+#                              e2e_node (make node-conformance): test/e2e_node's
+#                              [NodeConformance] specs, the node conformance test
+#   TAGS=both|node|conformance SUITE=e2e only: [NodeConformance] and [Conformance]
+#                              (both, the default), or one of them
 #   NODE=wasmlet|kubelet|both  the node under test (default wasmlet)
-#   FOCUS=RE                   ginkgo focus (default \[NodeConformance\])
-#   SKIP=RE                    added to the skip list (hack/conformance/skip.txt)
-#   PARALLEL=N                 specs at once, one e2e.test process each (default 3)
+#   FOCUS=RE                   ginkgo focus (default: by SUITE and TAGS)
+#   SKIP=RE                    added to the skip list (hack/conformance/skip.txt,
+#                              and skip-node.txt for SUITE=e2e_node)
+#   PARALLEL=N                 specs at once, one suite process each (default 3)
 #   SPEC_TIMEOUT=D             limit per spec process (default 30m: the [Slow] back-off
 #                              specs take over 10 min on the kubelet)
 #   KUBELET_PORT=N             the node's kubelet API port (default 10250), and
@@ -18,17 +25,41 @@
 # (hack/kube/build.sh), the images are built offline (no registry is
 # needed), and each node gets a fresh cluster: etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler (hack/apiserver/cluster.sh) and a
-# private containerd with a CNI bridge (hack/containerd/up.sh). Results go to
-# build/conformance/<node>/{summary.json,junit.xml,table.txt,specs/}; with
-# NODE=both, build/conformance/compare.txt puts the two side by side.
+# private containerd with a CNI bridge (hack/containerd/up.sh). Both suites
+# run against a node the harness started and joined (e2e_node.test with
+# --start-services=false), so wasmlet and the kubelet are started alike.
+# Results go to build/<conformance|node-conformance>/<node>/{summary.json,
+# junit.xml,table.txt,specs/}; with NODE=both, compare.txt beside them puts
+# the two side by side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 out=$repo/build/e2e
-results=$repo/build/conformance
-log() { printf 'conformance: %s %s\n' "$(date +%T)" "$*" >&2; }
+SUITE=${SUITE:-e2e}
+case $SUITE in
+e2e)
+	results=$repo/build/conformance
+	case ${TAGS:-both} in
+	both) default_focus='\[NodeConformance\]|\[Conformance\]' ;;
+	node) default_focus='\[NodeConformance\]' ;;
+	conformance) default_focus='\[Conformance\]' ;;
+	*) echo "conformance: TAGS must be both, node or conformance" >&2; exit 2 ;;
+	esac
+	# The node's specs are test/e2e/common's: every [NodeConformance] spec
+	# is there, and the [Conformance] specs elsewhere need a whole cluster
+	# (kube-proxy, a CNI across nodes, storage).
+	files='/test/e2e/common/'
+	;;
+e2e_node)
+	results=$repo/build/node-conformance
+	default_focus='\[NodeConformance\]'
+	files=
+	;;
+*) echo "conformance: SUITE must be e2e or e2e_node" >&2; exit 2 ;;
+esac
+log() { printf '%s: %s %s\n' "${SUITE/e2e_node/node-conformance}" "$(date +%T)" "$*" >&2; }
 NODE=${NODE:-wasmlet}
-FOCUS=${FOCUS:-'\[NodeConformance\]'}
+FOCUS=${FOCUS:-$default_focus}
 PARALLEL=${PARALLEL:-3}
 # The node's kubelet API port; the control plane's ports are cluster.sh's
 # (APISERVER_PORT, ETCD_PORT, …), so two runs can share the machine.
@@ -56,17 +87,21 @@ e2e_cleanup_more() {
 # default excludes are ginkgo labels this single, disposable node cannot
 # honour ([Serial] and [Disruptive] need the whole node, [Flaky] is upstream's).
 skip='\[Serial\]|\[Disruptive\]|\[Flaky\]'
+skipfiles=(hack/conformance/skip.txt)
+[ "$SUITE" = e2e_node ] && skipfiles+=(hack/conformance/skip-node.txt)
 while IFS= read -r line; do
 	re=${line%%#*}; re=$(echo "$re" | sed 's/[[:space:]]*$//')
 	[ -n "$re" ] && skip="$skip|$re"
-done <hack/conformance/skip.txt
+done < <(cat "${skipfiles[@]}")
 [ -n "${SKIP:-}" ] && skip="$skip|$SKIP"
 
 t0=$(date +%s)
 step() { log "$1 ($(( $(date +%s) - t0 )) s since start)"; }
 e2e_tools
 go build -o "$out/bin/conformance" ./hack/conformance
-kube=(kube-apiserver kube-controller-manager kube-scheduler kubectl e2e.test agnhost nnp)
+suite_bin=e2e.test
+[ "$SUITE" = e2e_node ] && suite_bin=e2e_node.test
+kube=(kube-apiserver kube-controller-manager kube-scheduler kubectl "$suite_bin" agnhost nnp)
 [[ " $nodes " == *" kubelet "* ]] && kube+=(kubelet)
 for b in "${kube[@]}"; do
 	s=$(date +%s)
@@ -75,6 +110,32 @@ for b in "${kube[@]}"; do
 	log "$b: $p ($(( $(date +%s) - s )) s)"
 done
 step "binaries ready"
+
+# with_libs ROOT FILE...: copies each of the host's FILEs into ROOT at its
+# own path, with the shared libraries it links.
+with_libs() {
+	local r=$1 f lib
+	shift
+	for f in "$@"; do
+		mkdir -p "$r$(dirname "$f")" && cp -L "$f" "$r$f"
+		for lib in $(ldd "$f" | grep -o '/[^ ]*'); do
+			mkdir -p "$r$(dirname "$lib")" && cp -L "$lib" "$r$lib"
+		done
+	done
+	chmod -R u+w "$r"
+}
+
+# debian_pkg NAME: the path of Debian's package NAME, downloaded once into
+# $out/cache.
+debian_pkg() {
+	local deb
+	deb=$(ls "$out"/cache/"$1"_*.deb 2>/dev/null | head -n1 || true)
+	if [ -z "$deb" ]; then
+		(cd "$out/cache" && apt-get download "$1" >/dev/null 2>&1)
+		deb=$(ls "$out"/cache/"$1"_*.deb | head -n1)
+	fi
+	echo "$deb"
+}
 
 # conformance_images: the images the selected specs run, under the names of
 # test/utils/image/manifest.go, built offline into $out/images.
@@ -117,12 +178,7 @@ conformance_images() {
 	cp "$src/localhost.crt" "$src/localhost.key" "$r/agnhost/"
 	printf 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n' >>"$r/agnhost/etc/passwd"
 	printf 'user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n' >>"$r/agnhost/etc/group"
-	mkdir -p "$r/agnhost/usr/bin"
-	cp "$(command -v curl)" "$r/agnhost/usr/bin/curl"
-	for lib in $(ldd "$(command -v curl)" | grep -o '/[^ ]*'); do
-		mkdir -p "$r/agnhost$(dirname "$lib")" && cp -L "$lib" "$r/agnhost$lib"
-	done
-	chmod -R u+w "$r/agnhost"
+	with_libs "$r/agnhost" "$(command -v curl)"
 	"$out/bin/mkimage" -o "$out/images/conf-agnhost.tar" -ref registry.k8s.io/e2e-test-images/agnhost:2.63.0 \
 		-entrypoint /agnhost -cmd pause "$r/agnhost"
 	# glibc-dns-testing: busybox with Debian's glibc hostname (and the
@@ -130,14 +186,55 @@ conformance_images() {
 	# the upstream image's does.
 	cp -a "$r/busybox" "$r/glibc-dns"
 	rm -f "$r/glibc-dns/bin/hostname"
-	cp /bin/hostname "$r/glibc-dns/bin/hostname"
-	for lib in $(ldd /bin/hostname | grep -o '/[^ ]*'); do
-		mkdir -p "$r/glibc-dns$(dirname "$lib")" && cp -L "$lib" "$r/glibc-dns$lib"
-	done
+	with_libs "$r/glibc-dns" /bin/hostname
 	printf 'hosts: files dns\n' >"$r/glibc-dns/etc/nsswitch.conf"
-	chmod -R u+w "$r/glibc-dns"
 	"$out/bin/mkimage" -o "$out/images/conf-glibc-dns.tar" -ref registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0 \
 		-entrypoint /bin/sh "$r/glibc-dns"
+	# nginx: Debian's nginx on busybox, serving /usr/share/nginx/html on
+	# port 80 in the foreground, its logs on the container's stdout and
+	# stderr, as the upstream image does.
+	cp -a "$r/busybox" "$r/nginx"
+	for deb in nginx nginx-common; do dpkg-deb -x "$(debian_pkg "$deb")" "$r/nginx-deb"; done
+	with_libs "$r/nginx" "$r/nginx-deb/usr/sbin/nginx"
+	mkdir -p "$r/nginx/usr/sbin" "$r/nginx/var/log/nginx" "$r/nginx/var/lib/nginx" "$r/nginx/run" "$r/nginx/etc/nginx/conf.d"
+	cp "$r/nginx-deb/usr/sbin/nginx" "$r/nginx/usr/sbin/nginx"
+	cp "$r/nginx-deb/etc/nginx/mime.types" "$r/nginx/etc/nginx/"
+	cp -a "$r/nginx-deb/usr/share/nginx" "$r/nginx/usr/share/"
+	ln -sf /dev/stdout "$r/nginx/var/log/nginx/access.log"
+	ln -sf /dev/stderr "$r/nginx/var/log/nginx/error.log"
+	printf 'www-data:x:33:33:www-data:/var/www:/bin/false\n' >>"$r/nginx/etc/passwd"
+	printf 'www-data:x:33:\n' >>"$r/nginx/etc/group"
+	cat >"$r/nginx/etc/nginx/nginx.conf" <<'NGINX'
+user www-data;
+daemon off;
+worker_processes 1;
+pid /run/nginx.pid;
+events { worker_connections 256; }
+http {
+	include /etc/nginx/mime.types;
+	access_log /var/log/nginx/access.log;
+	error_log /var/log/nginx/error.log;
+	server {
+		listen 80 default_server;
+		root /usr/share/nginx/html;
+		index index.html;
+	}
+}
+NGINX
+	"$out/bin/mkimage" -o "$out/images/conf-nginx.tar" -ref registry.k8s.io/e2e-test-images/nginx:1.15-4 \
+		-entrypoint /usr/sbin/nginx "$r/nginx"
+	# perl: the host's perl with its base library, on busybox.
+	cp -a "$r/busybox" "$r/perl"
+	with_libs "$r/perl" "$(command -v perl)"
+	cp -a /usr/lib/x86_64-linux-gnu/perl-base "$r/perl/usr/lib/x86_64-linux-gnu/"
+	"$out/bin/mkimage" -o "$out/images/conf-perl.tar" -ref registry.k8s.io/e2e-test-images/perl:5.26 \
+		-cmd /bin/sh "$r/perl"
+	# ipc-utils: util-linux's ipcmk, ipcs and ipcrm (the host's), on busybox.
+	cp -a "$r/busybox" "$r/ipc"
+	rm -f "$r/ipc/bin/ipcs" "$r/ipc/bin/ipcrm" "$r/ipc/usr/bin/ipcs" "$r/ipc/usr/bin/ipcrm"
+	with_libs "$r/ipc" /usr/bin/ipcmk /usr/bin/ipcs /usr/bin/ipcrm
+	"$out/bin/mkimage" -o "$out/images/conf-ipc-utils.tar" -ref registry.k8s.io/e2e-test-images/ipc-utils:1.4 \
+		-cmd /bin/sh "$r/ipc"
 	# pause: the project's own, under the sandbox image name.
 	mkdir -p "$r/pause"
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$r/pause/pause" ./hack/pause
@@ -153,14 +250,19 @@ nodename=conformance-node
 # run_node NODE: a fresh cluster and containerd, NODE joined to it, the
 # specs, and everything stopped again.
 run_node() {
-	local node=$1 d=$base/$1 ep admin kc i
-	mkdir -p "$d"
-	hack/apiserver/cluster.sh up "$d/cp"
+	local node=$1 d=$base/$1 ep admin kc i token apiserver
+	mkdir -p "$d" "$d/manifests"
+	# The node suite's client speaks to the API server with a bearer token
+	# (it has no --kubeconfig): one in system:masters, for this cluster only.
+	token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+	printf '%s,e2e-admin,e2e-admin,"system:masters"\n' "$token" >"$d/tokens.csv"
+	APISERVER_FLAGS="${APISERVER_FLAGS:-} --token-auth-file=$d/tokens.csv" hack/apiserver/cluster.sh up "$d/cp"
+	apiserver=$(sed -n 's/^APISERVER=//p' "$d/cp/env")
 	hack/apiserver/cluster.sh controllers "$d/cp"
 	admin=$d/cp/admin.kubeconfig
 	kc=$(hack/apiserver/cluster.sh node "$d/cp" "$nodename")
 	ep=$(hack/containerd/up.sh "$d/ctrd" registry.k8s.io/pause:3.10.2)
-	for i in busybox nonroot nonewprivs agnhost glibc-dns pause; do
+	for i in busybox nonroot nonewprivs agnhost glibc-dns nginx perl ipc-utils pause; do
 		ctr --address "$d/ctrd/c.sock" -n k8s.io images import "$out/images/conf-$i.tar" >/dev/null
 	done
 	ctr --address "$d/ctrd/c.sock" -n k8s.io images tag registry.k8s.io/e2e-test-images/agnhost:2.63.0 \
@@ -171,10 +273,12 @@ run_node() {
 	wasmlet)
 		"$repo/bin/wasmlet" run --node-name "$nodename" --kubeconfig "$kc" --container-runtime-endpoint "$ep" \
 			--root-dir "$d/root" --pod-logs-dir "$d/logs" --read-only-port "$read_only_port" \
-			--port "$kubelet_port" --client-ca-file "$d/cp/pki/ca.crt" --cluster-domain cluster.local >"$d/node.log" 2>&1 &
+			--port "$kubelet_port" --client-ca-file "$d/cp/pki/ca.crt" --cluster-domain cluster.local \
+			--pod-manifest-path "$d/manifests" >"$d/node.log" 2>&1 &
 		;;
 	kubelet)
-		{ e2e_kubelet_config "$ep" "$d/cp/pki/ca.crt" "$nodeip" "$kubelet_port" "$d/logs"; echo "clusterDomain: cluster.local"; } >"$d/kubelet.yaml"
+		{ e2e_kubelet_config "$ep" "$d/cp/pki/ca.crt" "$nodeip" "$kubelet_port" "$d/logs"
+			echo "clusterDomain: cluster.local"; echo "staticPodPath: $d/manifests"; } >"$d/kubelet.yaml"
 		"$bin_kubelet" --config "$d/kubelet.yaml" --kubeconfig "$kc" --hostname-override "$nodename" \
 			--node-ip "$nodeip" --root-dir "$d/root" --cert-dir "$d/root/pki" >"$d/node.log" 2>&1 &
 		;;
@@ -188,10 +292,23 @@ run_node() {
 	fi
 	step "$node: node Ready, running the specs"
 	rm -rf "${results:?}/$node"
-	"$out/bin/conformance" run -e2e "$bin_e2e_test" -out "$results/$node" -node "$node" -focus "$FOCUS" -skip "$skip" \
-		-parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
-		--kubeconfig "$admin" --provider skeleton --kubectl-path "$bin_kubectl" --minStartupPods=-1 \
-		--allowed-not-ready-nodes 0 || status=1
+	case $SUITE in
+	e2e)
+		"$out/bin/conformance" run -e2e "$bin_e2e_test" -out "$results/$node" -node "$node" -focus "$FOCUS" -skip "$skip" \
+			-files "$files" -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
+			--kubeconfig "$admin" --provider skeleton --kubectl-path "$bin_kubectl" --minStartupPods=-1 \
+			--allowed-not-ready-nodes 0 || status=1
+		;;
+	e2e_node)
+		# The suite's own services stay off: the node is the one started
+		# above, as for the other suite, and its images are imported.
+		"$out/bin/conformance" run -e2e "$bin_e2e_node_test" -out "$results/$node" -node "$node" -focus "$FOCUS" -skip "$skip" \
+			-output-dir-flag '' -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
+			--start-services=false --stop-services=false --prepull-images=false --node-name "$nodename" \
+			--host "$apiserver" --bearer-token "$token" --container-runtime-endpoint "$ep" \
+			--dns-domain cluster.local || status=1
+		;;
+	esac
 	cp "$d/node.log" "$results/$node/node.log" 2>/dev/null || true
 	step "$node: specs done"
 	kill -TERM "$(cat "$d/node.pid")" 2>/dev/null || true

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"os"
 	"path/filepath"
@@ -130,5 +131,53 @@ func TestCompare(t *testing.T) {
 	writeComparison(&out, w, k)
 	if !strings.Contains(out.String(), "passed by the kubelet only (wasmlet's to-do list): 1\n- todo") {
 		t.Errorf("comparison:\n%s", out.String())
+	}
+}
+
+// The dry run's specs are kept when their file matches -files; a fake
+// suite binary writes the report where it is told to.
+func TestList_files(t *testing.T) {
+	dir := t.TempDir()
+	src := writeReport(t)
+	fake := filepath.Join(dir, "fake.test")
+	script := "#!/bin/sh\nwhile [ $# -gt 0 ]; do [ \"$1\" = --ginkgo.json-report ] && cp " + src + " \"$2\"; shift; done\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		files string
+		want  []string
+	}{
+		{"", []string{"common/node/pods.go", "common/storage/configmap_volume.go"}},
+		{"/test/e2e/common/storage/", []string{"common/storage/configmap_volume.go"}},
+		{"/test/e2e_node/", nil},
+	} {
+		cfg := runConfig{E2E: fake, Out: t.TempDir()}
+		if tc.files != "" {
+			cfg.Files = regexp.MustCompile(tc.files)
+		}
+		_, specs, err := list(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range specs {
+			got = append(got, shortFile(s.LeafNodeLocation.FileName))
+		}
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") {
+			t.Errorf("files %q: listed %v, want %v", tc.files, got, tc.want)
+		}
+	}
+}
+
+func TestShortFile(t *testing.T) {
+	for in, want := range map[string]string{
+		"/m/k8s.io/kubernetes@v1.36.3/test/e2e/common/node/pods.go":     "common/node/pods.go",
+		"/m/k8s.io/kubernetes@v1.36.3/test/e2e_node/mirror_pod_test.go": "e2e_node/mirror_pod_test.go",
+		"/elsewhere/x_test.go": "x_test.go",
+	} {
+		if got := shortFile(in); got != want {
+			t.Errorf("shortFile(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

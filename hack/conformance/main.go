@@ -3,7 +3,7 @@
 // writes the results; hack/conformance.sh starts the cluster and the node
 // around it (see the README's "Conformance" section).
 //
-//	conformance run -e2e E2E.TEST -out DIR -node NAME [-focus RE] [-skip RE] [-parallel N] [-timeout D] -- E2E-ARGS...
+//	conformance run -e2e E2E.TEST -out DIR -node NAME [-focus RE] [-skip RE] [-files RE] [-output-dir-flag F] [-parallel N] [-timeout D] -- E2E-ARGS...
 //	conformance compare WASMLET/summary.json KUBELET/summary.json
 //
 // run writes DIR/summary.json, DIR/junit.xml, DIR/table.txt and, per spec,
@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"syscall"
 	"time"
 )
@@ -50,7 +51,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: conformance run -e2e E2E.TEST -out DIR -node NAME [-focus RE] [-skip RE] [-parallel N] [-timeout D] -- E2E-ARGS...")
+	fmt.Fprintln(os.Stderr, "usage: conformance run -e2e E2E.TEST -out DIR -node NAME [-focus RE] [-skip RE] [-files RE] [-output-dir-flag F] [-parallel N] [-timeout D] -- E2E-ARGS...")
 	fmt.Fprintln(os.Stderr, "       conformance compare WASMLET/summary.json KUBELET/summary.json")
 	os.Exit(2)
 }
@@ -63,12 +64,21 @@ func runCmd(args []string) error {
 	fs.StringVar(&cfg.Node, "node", "wasmlet", "the node under test, for the results")
 	fs.StringVar(&cfg.Focus, "focus", `\[NodeConformance\]`, "ginkgo focus")
 	fs.StringVar(&cfg.Skip, "skip", `\[Serial\]|\[Disruptive\]|\[Flaky\]`, "ginkgo skip")
+	files := fs.String("files", "", "keep only the specs whose source file matches this regular expression")
+	fs.StringVar(&cfg.OutputDirFlag, "output-dir-flag", "--e2e-output-dir", "the suite's flag for a spec's output directory (empty: none)")
 	fs.IntVar(&cfg.Parallel, "parallel", 3, "specs at once")
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Minute, "limit per spec")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg.Args = fs.Args()
+	if *files != "" {
+		re, err := regexp.Compile(*files)
+		if err != nil {
+			return fmt.Errorf("-files: %w", err)
+		}
+		cfg.Files = re
+	}
 	if cfg.E2E == "" || cfg.Out == "" || cfg.Parallel < 1 {
 		usage()
 	}
@@ -81,7 +91,7 @@ func runCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("conformance %s: %d specs selected (focus %q, skip %q), %d at a time\n", cfg.Node, len(specs), cfg.Focus, cfg.Skip, cfg.Parallel)
+	fmt.Printf("conformance %s: %d specs selected (focus %q, skip %q, files %q), %d at a time\n", cfg.Node, len(specs), cfg.Focus, cfg.Skip, *files, cfg.Parallel)
 	start := time.Now()
 	s := &Summary{Node: cfg.Node, Specs: runAll(ctx, cfg, suite, specs)}
 	if err := writeResults(cfg.Out, s); err != nil {

@@ -107,10 +107,14 @@ func (s *Summary) count() {
 	}
 }
 
-// shortFile is a spec file relative to test/e2e (common/node/pods.go).
+// shortFile is a spec file relative to test/e2e (common/node/pods.go), or
+// to test for the node suite's own (e2e_node/mirror_pod_test.go).
 func shortFile(f string) string {
 	if i := strings.Index(f, "test/e2e/"); i >= 0 {
 		return f[i+len("test/e2e/"):]
+	}
+	if i := strings.Index(f, "test/e2e_node/"); i >= 0 {
+		return f[i+len("test/"):]
 	}
 	return filepath.Base(f)
 }

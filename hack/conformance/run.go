@@ -23,6 +23,13 @@ type runConfig struct {
 	Args []string
 	// Focus and Skip select the specs (ginkgo regular expressions).
 	Focus, Skip string
+	// Files, when set, keeps only the selected specs whose source file
+	// matches it (e.g. /test/e2e/common/: the suite's node specs).
+	Files *regexp.Regexp
+	// OutputDirFlag is the flag that gives a spec's process its output
+	// directory (e2e.test's --e2e-output-dir); empty for a suite without
+	// one (e2e_node.test).
+	OutputDirFlag string
 	// Out is the node's result directory (build/conformance/<node>).
 	Out string
 	// Node names the node under test in the results.
@@ -58,9 +65,13 @@ func list(ctx context.Context, cfg runConfig) (string, []ginkgoSpec, error) {
 	}
 	var selected []ginkgoSpec
 	for _, s := range all {
-		if s.State != "skipped" && s.State != "pending" {
-			selected = append(selected, s)
+		if s.State == "skipped" || s.State == "pending" {
+			continue
 		}
+		if cfg.Files != nil && !cfg.Files.MatchString(s.LeafNodeLocation.FileName) {
+			continue
+		}
+		selected = append(selected, s)
 	}
 	return suite, selected, nil
 }
@@ -161,7 +172,10 @@ func runOne(ctx context.Context, cfg runConfig, suite string, i int, s ginkgoSpe
 	}
 	report := filepath.Join(dir, "report.json")
 	args := append(append([]string{}, cfg.Args...), "--ginkgo.no-color", "--ginkgo.focus", focusOf(suite, s),
-		"--ginkgo.json-report", report, "--e2e-output-dir", dir)
+		"--ginkgo.json-report", report)
+	if cfg.OutputDirFlag != "" {
+		args = append(args, cfg.OutputDirFlag, dir)
+	}
 	logf, err := os.Create(filepath.Join(dir, "log"))
 	if err != nil {
 		res.State, res.Failure = "failed", "harness: "+err.Error()

@@ -7,7 +7,8 @@
 #   hack/kube/build.sh NAME...   prints each binary's path on stdout, one a line
 #
 # NAME is kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
-# kubelet, e2e.test (the upstream e2e suite, `go test -c`), agnhost or nnp
+# kubelet, e2e.test or e2e_node.test (the upstream e2e and node e2e suites,
+# `go test -c`), agnhost or nnp
 # (the programs of the suite's agnhost and nonewprivs images, static). One build at a time: the first cold
 # build takes ~9 min on 2 cores (e2e.test ~12 min); later ones reuse the Go
 # build cache (kube-scheduler seconds, kube-controller-manager ~1 min).
@@ -38,9 +39,9 @@ for name in "$@"; do
 		GOWORK=off GOFLAGS=-mod=readonly nice -n 10 go build -trimpath -ldflags "$ldflags" \
 			-o "$bin.tmp" "k8s.io/kubernetes/cmd/$name"
 		;;
-	e2e.test)
+	e2e.test | e2e_node.test)
 		GOWORK=off GOFLAGS=-mod=readonly nice -n 10 go test -c -trimpath -ldflags "$ldflags" \
-			-o "$bin.tmp" k8s.io/kubernetes/test/e2e
+			-o "$bin.tmp" "k8s.io/kubernetes/test/${name%.test}"
 		;;
 	agnhost | nnp)
 		pkg=k8s.io/kubernetes/test/images/agnhost
