@@ -239,8 +239,11 @@ func (l *Loop) dispatch(ctx context.Context, u config.PodUpdate) {
 	l.cfg.Cluster.Changed()
 }
 
-// activePods are the admitted pods not in a terminal phase, for admission.
-func (l *Loop) activePods() []*v1.Pod {
+// ActivePods returns the pods that hold the node's resources, as the
+// kubelet's GetActivePods: the pod manager's regular pods that admission
+// did not reject and whose phase is not terminal (Succeeded or Failed).
+// Admission counts them, and the pod-resources API lists them.
+func (l *Loop) ActivePods() []*v1.Pod {
 	var out []*v1.Pod
 	for _, p := range l.cfg.Pods.Pods() {
 		if l.cfg.Records.Rejected(p.UID) {
@@ -267,7 +270,7 @@ func (l *Loop) additions(ctx context.Context, pods []*v1.Pod) {
 		adding[p.UID] = true
 	}
 	var active []*v1.Pod
-	for _, p := range l.activePods() {
+	for _, p := range l.ActivePods() {
 		if !adding[p.UID] {
 			active = append(active, p)
 		}

@@ -2,6 +2,7 @@ package syncloop
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -160,5 +161,26 @@ func TestLoop_PodsToSync_ActiveDeadline(t *testing.T) {
 	}
 	if len(got) != 2 || !got["past"] || !got["stale"] {
 		t.Errorf("pods to sync %v, want past and stale", got)
+	}
+}
+
+func TestLoop_ActivePods(t *testing.T) {
+	rec := &recorder{}
+	pods := pod.New()
+	statuses := status.NewManager()
+	records := podstate.New(podstate.Config{})
+	l := newLoop(t, rec, pods, statuses, records)
+	running, pending, succeeded, failed, bad := newPod("running"), newPod("pending"), newPod("succeeded"), newPod("failed"), newPod("bad")
+	l.dispatch(context.Background(), config.PodUpdate{Op: config.OpAdd, Source: "file", Pods: []*v1.Pod{running, pending, succeeded, failed, bad}})
+	for p, phase := range map[*v1.Pod]v1.PodPhase{running: v1.PodRunning, succeeded: v1.PodSucceeded, failed: v1.PodFailed} {
+		statuses.SetPodStatus(p, v1.PodStatus{Phase: phase})
+	}
+	var got []string
+	for _, p := range l.ActivePods() {
+		got = append(got, p.Name)
+	}
+	// Pods() sorts by name; the terminal and the rejected ("bad") pods are out.
+	if want := "[pending running]"; fmt.Sprint(got) != want {
+		t.Errorf("ActivePods = %v, want %s", got, want)
 	}
 }
