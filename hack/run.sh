@@ -27,8 +27,9 @@ plugins=${WASMLET_PLUGIN_DIR:-build/plugins}
 [ -f "$wasm" ] || { echo "run: $wasm is missing: run 'make plugins'" >&2; exit 1; }
 
 state=${WASMLET_RUN_DIR:-$PWD/.wasmlet-run}
-# <state>/root/runtime/cri.sock must fit in a unix socket path (108 bytes).
-if [ ${#state} -gt 80 ]; then
+# <state>/root/pod-resources/kubelet.sock, the longest of the agent's
+# sockets, must fit in a unix socket path (107 bytes and a NUL).
+if [ ${#state} -gt 75 ]; then
   state=/tmp/wasmlet-run-$(id -u)
 fi
 root=$state/root

@@ -30,6 +30,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/pacer"
 	"github.com/wasmlet/wasmlet/host/internal/pleg"
 	"github.com/wasmlet/wasmlet/host/internal/pod"
+	"github.com/wasmlet/wasmlet/host/internal/podresources"
 	"github.com/wasmlet/wasmlet/host/internal/podstate"
 	"github.com/wasmlet/wasmlet/host/internal/podsync"
 	"github.com/wasmlet/wasmlet/host/internal/prober"
@@ -136,8 +137,8 @@ func NewContext(ctx context.Context, cfg Config) (*Agent, error) {
 }
 
 // Run starts the agent — the embedded runtime when no endpoint is given,
-// the runtime connection, PLEG, pod workers, sources, the read-only server
-// and the sync loop — and blocks until ctx is cancelled or a part fails.
+// the runtime connection, PLEG, pod workers, sources, the read-only server,
+// the pod-resources API and the sync loop — and blocks until ctx is cancelled or a part fails.
 // Running containers are left running on return, as the kubelet does
 // (except the embedded runtime's, which live in this process).
 func (a *Agent) Run(ctx context.Context) error {
@@ -197,6 +198,16 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.built.Store(true)
 	defer cleaner.Wait()
+	// As the kubelet, a pod-resources socket that cannot be made stops the
+	// agent.
+	resources, err := podresources.New(podresources.Config{
+		RootDir: a.cfg.RootDir, ActivePods: a.loop.ActivePods, Pods: a.pods.Pods,
+		Logger: a.log.Named("podresources"), Registerer: a.reg,
+	})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	spawn("pod-resources API", resources.Run)
 	evictions, err := eviction.New(eviction.Config{
 		Stats: a.stats, Pods: a.pods, Statuses: a.statuses, Workers: workers, Events: a.cluster,
 		Logger: a.log.Named("eviction"), Registerer: a.reg,
