@@ -250,8 +250,23 @@ nodename=conformance-node
 # run_node NODE: a fresh cluster and containerd, NODE joined to it, the
 # specs, and everything stopped again.
 run_node() {
-	local node=$1 d=$base/$1 ep admin kc i token apiserver
+	local node=$1 d=$base/$1 ep admin kc i token apiserver root logs
 	mkdir -p "$d" "$d/manifests"
+	root=$d/root logs=$d/logs
+	if [ "$SUITE" = e2e_node ]; then
+		# The node suite reads a node's files where a kubelet keeps them
+		# (/var/lib/kubelet/pod-resources, /var/log/pods, …), so both nodes
+		# get the standard layout, emptied before and after. A layout the
+		# harness did not make (a real kubelet's) is left alone.
+		root=/var/lib/kubelet logs=/var/log/pods
+		for x in "$root" "$logs"; do
+			if [ -e "$x" ] && [ ! -e "$x/.wasmlet-conformance" ]; then
+				log "$x exists and is not the harness's: refusing to use it (a real node's state?)"
+				return 1
+			fi
+			rm -rf "$x" && mkdir -p "$x" && touch "$x/.wasmlet-conformance"
+		done
+	fi
 	# The node suite's client speaks to the API server with a bearer token
 	# (it has no --kubeconfig): one in system:masters, for this cluster only.
 	token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -272,15 +287,15 @@ run_node() {
 	case $node in
 	wasmlet)
 		"$repo/bin/wasmlet" run --node-name "$nodename" --kubeconfig "$kc" --container-runtime-endpoint "$ep" \
-			--root-dir "$d/root" --pod-logs-dir "$d/logs" --read-only-port "$read_only_port" \
+			--root-dir "$root" --pod-logs-dir "$logs" --read-only-port "$read_only_port" \
 			--port "$kubelet_port" --client-ca-file "$d/cp/pki/ca.crt" --cluster-domain cluster.local \
 			--pod-manifest-path "$d/manifests" >"$d/node.log" 2>&1 &
 		;;
 	kubelet)
-		{ e2e_kubelet_config "$ep" "$d/cp/pki/ca.crt" "$nodeip" "$kubelet_port" "$d/logs"
+		{ e2e_kubelet_config "$ep" "$d/cp/pki/ca.crt" "$nodeip" "$kubelet_port" "$logs"
 			echo "clusterDomain: cluster.local"; echo "staticPodPath: $d/manifests"; } >"$d/kubelet.yaml"
 		"$bin_kubelet" --config "$d/kubelet.yaml" --kubeconfig "$kc" --hostname-override "$nodename" \
-			--node-ip "$nodeip" --root-dir "$d/root" --cert-dir "$d/root/pki" >"$d/node.log" 2>&1 &
+			--node-ip "$nodeip" --root-dir "$root" --cert-dir "$root/pki" >"$d/node.log" 2>&1 &
 		;;
 	esac
 	echo $! >"$d/node.pid"
@@ -316,6 +331,10 @@ run_node() {
 	rm -f "$d/node.pid"
 	hack/containerd/down.sh "$d/ctrd" "$out/bin/cri"
 	hack/apiserver/cluster.sh down "$d/cp"
+	if [ "$SUITE" = e2e_node ]; then
+		awk -v r="$root/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount 2>/dev/null || true
+		rm -rf "$root" "$logs"
+	fi
 }
 
 for n in $nodes; do
