@@ -11,6 +11,9 @@
 #                              (both, the default), or one of them
 #   NODE=wasmlet|kubelet|both  the node under test (default wasmlet)
 #   FOCUS=RE                   ginkgo focus (default: by SUITE and TAGS)
+#   FILES=RE                   keep only the specs whose source file matches (default:
+#                              /test/e2e/common/ for e2e, every file for e2e_node;
+#                              e.g. FILES=/test/e2e_node/ for the node suite's own specs)
 #   SKIP=RE                    added to the skip list (hack/conformance/skip.txt,
 #                              and skip-node.txt for SUITE=e2e_node)
 #   PARALLEL=N                 specs at once, one suite process each (default 3)
@@ -60,6 +63,7 @@ esac
 log() { printf '%s: %s %s\n' "${SUITE/e2e_node/node-conformance}" "$(date +%T)" "$*" >&2; }
 NODE=${NODE:-wasmlet}
 FOCUS=${FOCUS:-$default_focus}
+files=${FILES:-$files}
 PARALLEL=${PARALLEL:-3}
 # The node's kubelet API port; the control plane's ports are cluster.sh's
 # (APISERVER_PORT, ETCD_PORT, …), so two runs can share the machine.
@@ -226,7 +230,7 @@ NGINX
 	# perl: the host's perl with its base library, on busybox.
 	cp -a "$r/busybox" "$r/perl"
 	with_libs "$r/perl" "$(command -v perl)"
-	cp -a /usr/lib/x86_64-linux-gnu/perl-base "$r/perl/usr/lib/x86_64-linux-gnu/"
+	mkdir -p "$r/perl/usr/lib/x86_64-linux-gnu" && cp -a /usr/lib/x86_64-linux-gnu/perl-base "$r/perl/usr/lib/x86_64-linux-gnu/"
 	"$out/bin/mkimage" -o "$out/images/conf-perl.tar" -ref registry.k8s.io/e2e-test-images/perl:5.26 \
 		-cmd /bin/sh "$r/perl"
 	# ipc-utils: util-linux's ipcmk, ipcs and ipcrm (the host's), on busybox.
@@ -318,7 +322,7 @@ run_node() {
 		# The suite's own services stay off: the node is the one started
 		# above, as for the other suite, and its images are imported.
 		"$out/bin/conformance" run -e2e "$bin_e2e_node_test" -out "$results/$node" -node "$node" -focus "$FOCUS" -skip "$skip" \
-			-output-dir-flag '' -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
+			-files "$files" -output-dir-flag '' -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
 			--start-services=false --stop-services=false --prepull-images=false --node-name "$nodename" \
 			--host "$apiserver" --bearer-token "$token" --container-runtime-endpoint "$ep" \
 			--dns-domain cluster.local || status=1

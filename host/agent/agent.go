@@ -245,6 +245,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.cluster.Start(cluster.StartConfig{
 			Node: a.node.Load(), Ready: a.nodeReady, RuntimeHandlers: a.runtimeHandlers, Pods: a.pods, Statuses: a.statuses,
 			SourcesSeen:           a.podConfig.SeenAllSources,
+			Terminating:           workers.TerminatingPods,
 			StatusUpdateFrequency: a.cfg.NodeStatusUpdateFrequency.Duration,
 			StatusReportFrequency: a.cfg.NodeStatusReportFrequency.Duration,
 		}, spawn)

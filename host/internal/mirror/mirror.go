@@ -6,7 +6,9 @@
 // UID), which is what NodeRestriction lets a node create. A mirror that no
 // longer matches its static pod, or that a user deleted, is deleted (grace 0,
 // UID precondition) and created again; a mirror whose static pod is gone is
-// deleted. The mirrors come back to the agent through the API pod source
+// deleted. As the kubelet, a mirror stays while a static pod of its name is
+// still terminating (removed, or replaced by a changed manifest): it goes,
+// or is replaced, once that pod's containers are gone. The mirrors come back to the agent through the API pod source
 // and are kept in the pod manager, which pairs them with their static pods.
 package mirror
 
@@ -42,6 +44,10 @@ type Config struct {
 	// until then no mirror counts as orphaned (its static pod may still be
 	// on its way). Nil means always.
 	SourcesSeen func() bool
+	// Terminating returns the pods still terminating (the pod workers'):
+	// the mirror of a static pod among them is kept until it is done. Nil
+	// means none.
+	Terminating func() []*v1.Pod
 	// Period is how often the mirrors are reconciled besides Kick (1 s).
 	Period time.Duration
 	// Logger receives the manager's logs; nil discards.
@@ -70,6 +76,9 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.SourcesSeen == nil {
 		cfg.SourcesSeen = func() bool { return true }
+	}
+	if cfg.Terminating == nil {
+		cfg.Terminating = func() []*v1.Pod { return nil }
 	}
 	return &Manager{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1),
 		created: map[types.UID]time.Time{}, deleted: map[types.UID]bool{}}
@@ -110,6 +119,14 @@ func (m *Manager) Sync(ctx context.Context) {
 	}
 	pods, mirrors := m.cfg.Pods.PodsAndMirrorPods()
 	now := time.Now()
+	// The full names of static pods still terminating, by UID: their
+	// mirrors are kept until they are done.
+	terminating := map[string]types.UID{}
+	for _, p := range m.cfg.Terminating() {
+		if config.IsStatic(p) {
+			terminating[config.FullName(p)] = p.UID
+		}
+	}
 	statics := map[types.UID]bool{}
 	for _, p := range pods {
 		if !config.IsStatic(p) {
@@ -117,6 +134,11 @@ func (m *Manager) Sync(ctx context.Context) {
 		}
 		statics[p.UID] = true
 		mp, ok := m.cfg.Pods.MirrorPodByPod(p)
+		if ok && mp.DeletionTimestamp == nil && !pod.IsMirrorPodOf(mp, p) {
+			if uid, busy := terminating[config.FullName(p)]; busy && uid != p.UID {
+				continue // the mirror of the pod this one replaces, which still terminates
+			}
+		}
 		if ok && (mp.DeletionTimestamp != nil || !pod.IsMirrorPodOf(mp, p)) {
 			m.delete(ctx, mp, "mirror pod outdated or being deleted")
 			ok = false
@@ -168,7 +190,8 @@ func (m *Manager) Sync(ctx context.Context) {
 		orphans[fn] = true
 	}
 	for _, mp := range mirrors {
-		if orphans[config.FullName(mp)] {
+		fn := config.FullName(mp)
+		if _, busy := terminating[fn]; orphans[fn] && !busy {
 			m.delete(ctx, mp, "static pod gone")
 		}
 	}

@@ -60,14 +60,22 @@ func TestManager_Sync(t *testing.T) {
 		statics    []*v1.Pod
 		mirrors    []*v1.Pod
 		registered bool
-		creates    int
-		deletes    int
+		// terminating are the static pods still terminating.
+		terminating []*v1.Pod
+		creates     int
+		deletes     int
 	}{
 		{name: "not registered: nothing", statics: []*v1.Pod{staticPod("h1")}},
 		{name: "missing mirror created", statics: []*v1.Pod{staticPod("h1")}, registered: true, creates: 1},
 		{name: "matching mirror kept", statics: []*v1.Pod{staticPod("h1")}, mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")}, registered: true},
 		{name: "outdated mirror replaced", statics: []*v1.Pod{staticPod("h2")}, mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")}, registered: true, creates: 1, deletes: 1},
 		{name: "orphaned mirror deleted", mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")}, registered: true, deletes: 1},
+		{name: "mirror of a removed static pod kept while it terminates", mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")},
+			terminating: []*v1.Pod{staticPod("h1")}, registered: true},
+		{name: "mirror of a replaced static pod kept while the old one terminates", statics: []*v1.Pod{staticPod("h2")},
+			mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")}, terminating: []*v1.Pod{staticPod("h1")}, registered: true},
+		{name: "a terminating API pod of another name keeps nothing", mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")},
+			terminating: []*v1.Pod{apiPod("other")}, registered: true, deletes: 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pm := pod.New()
@@ -81,7 +89,8 @@ func TestManager_Sync(t *testing.T) {
 				}
 			}
 			client.ClearActions()
-			mgr := New(Config{Client: client, Pods: pm, Node: func() (*v1.Node, bool) { return testNode, c.registered }})
+			mgr := New(Config{Client: client, Pods: pm, Node: func() (*v1.Node, bool) { return testNode, c.registered },
+				Terminating: func() []*v1.Pod { return c.terminating }})
 			mgr.Sync(ctx)
 			// A second pass before the watch shows anything adds nothing.
 			mgr.Sync(ctx)
@@ -108,4 +117,10 @@ func TestManager_Sync(t *testing.T) {
 			}
 		})
 	}
+}
+
+// apiPod is a pod from the API server named name.
+func apiPod(name string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("api-" + name),
+		Annotations: map[string]string{config.AnnotationSource: config.APIServerSource}}}
 }

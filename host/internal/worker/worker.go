@@ -213,6 +213,21 @@ func (w *Workers) IsTerminating(uid types.UID) bool {
 	return ok && pw.terminating
 }
 
+// TerminatingPods returns the pods asked to terminate whose workers have
+// not finished yet: a static pod removed or replaced is among them until
+// its containers are gone.
+func (w *Workers) TerminatingPods() []*v1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []*v1.Pod
+	for _, pw := range w.workers {
+		if pw.terminating {
+			out = append(out, pw.pod)
+		}
+	}
+	return out
+}
+
 // Known returns the UIDs of the pods that have a worker.
 func (w *Workers) Known() []types.UID {
 	w.mu.Lock()
