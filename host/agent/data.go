@@ -44,6 +44,10 @@ func (a *Agent) newPodData(node func() *v1.Node) (*podData, error) {
 	}
 	d.volumes = vm
 	d.run = append(d.run, vm.Run)
-	d.env = podenv.New(podenv.Config{Objects: d.source, Services: d.services, Node: node})
+	d.env = podenv.New(podenv.Config{Objects: d.source, Services: d.services, Node: node,
+		VolumePath: func(pod *v1.Pod, name string) (string, error) {
+			p, _, err := vm.Path(pod, name)
+			return p, err
+		}})
 	return d, nil
 }

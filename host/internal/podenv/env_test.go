@@ -155,9 +155,9 @@ func TestEnvValues(t *testing.T) {
 				{Name: "SHARED", ValueFrom: secretKey("s", "pw", false)},
 			}},
 			want: []EnvVar{{"SHARED", "hunter2"}, {"data-1", "env"}, {"data-2", "value-2"}, {"COPY", "value-2/from-cm"}}},
-		{name: "fileKeyRef unsupported", c: v1.Container{Env: []v1.EnvVar{{Name: "F", ValueFrom: &v1.EnvVarSource{
+		{name: "fileKeyRef with no volumes", c: v1.Container{Env: []v1.EnvVar{{Name: "F", ValueFrom: &v1.EnvVarSource{
 			FileKeyRef: &v1.FileKeySelector{VolumeName: "v", Path: "p", Key: "k"}}}}},
-			err: "env var F: fileKeyRef is not supported on this node"},
+			err: "env var F: fileKeyRef: this node has no volumes to read env files from"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := New(Config{

@@ -30,6 +30,9 @@ type Config struct {
 	// status.hostIPs; the first also decides which family of the pod's
 	// IPs comes first. Empty means the InternalIP addresses of Node().
 	HostIPs []string
+	// VolumePath gives the host path of a pod's volume, where a
+	// fileKeyRef's env file is read. Nil: a fileKeyRef is an error.
+	VolumePath VolumePath
 }
 
 // EnvVar is one variable of a container's environment.
@@ -47,6 +50,7 @@ type Resolver struct {
 	services objects.Services
 	node     func() *v1.Node
 	hostIPs  []string
+	volPath  VolumePath
 }
 
 // New returns a Resolver reading cfg's sources.
@@ -56,6 +60,7 @@ func New(cfg Config) *Resolver {
 		services: cfg.Services,
 		node:     cfg.Node,
 		hostIPs:  append([]string(nil), cfg.HostIPs...),
+		volPath:  cfg.VolumePath,
 	}
 }
 
@@ -162,7 +167,7 @@ func (r *Resolver) valueFrom(ctx context.Context, objs *objectCache, pod *v1.Pod
 	case from.SecretKeyRef != nil:
 		return objs.secretKey(ctx, from.SecretKeyRef)
 	case from.FileKeyRef != nil:
-		return "", false, fmt.Errorf("env var %s: fileKeyRef is not supported on this node", e.Name)
+		return fileKey(r.volPath, pod, e.Name, from.FileKeyRef)
 	}
 	// A valueFrom with no source the kubelet knows gives an empty value.
 	return "", true, nil
