@@ -254,7 +254,7 @@ nodename=conformance-node
 # run_node NODE: a fresh cluster and containerd, NODE joined to it, the
 # specs, and everything stopped again.
 run_node() {
-	local node=$1 d=$base/$1 ep admin kc i token apiserver root logs
+	local node=$1 d=$base/$1 ep admin kc i token apiserver root logs ro
 	mkdir -p "$d" "$d/manifests"
 	root=$d/root logs=$d/logs
 	if [ "$SUITE" = e2e_node ]; then
@@ -296,8 +296,13 @@ run_node() {
 			--pod-manifest-path "$d/manifests" >"$d/node.log" 2>&1 &
 		;;
 	kubelet)
-		{ e2e_kubelet_config "$ep" "$d/cp/pki/ca.crt" "$nodeip" "$kubelet_port" "$logs"
-			echo "clusterDomain: cluster.local"; echo "staticPodPath: $d/manifests"; } >"$d/kubelet.yaml"
+		# As wasmlet: the node suite reads /stats/summary from the read-only
+		# port, which the other suite's node leaves closed.
+		ro=0
+		[ "$SUITE" = e2e_node ] && ro=$read_only_port
+		kubelet_config containerRuntimeEndpoint="$ep" anonymousEnabled=false webhookEnabled=true \
+			clientCAFile="$d/cp/pki/ca.crt" authorizationMode=Webhook address="$nodeip" port="$kubelet_port" \
+			readOnlyPort="$ro" podLogsDir="$logs" clusterDomain=cluster.local staticPodPath="$d/manifests" >"$d/kubelet.yaml"
 		"$bin_kubelet" --config "$d/kubelet.yaml" --kubeconfig "$kc" --hostname-override "$nodename" \
 			--node-ip "$nodeip" --root-dir "$root" --cert-dir "$root/pki" >"$d/node.log" 2>&1 &
 		;;
@@ -336,7 +341,8 @@ run_node() {
 	hack/containerd/down.sh "$d/ctrd" "$out/bin/cri"
 	hack/apiserver/cluster.sh down "$d/cp"
 	if [ "$SUITE" = e2e_node ]; then
-		awk -v r="$root/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount 2>/dev/null || true
+		# The kubelet bind-mounts its root dir on itself, and volumes under it.
+		awk -v r="$root" '$2 == r || index($2, r "/") == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount 2>/dev/null || true
 		rm -rf "$root" "$logs"
 	fi
 }
