@@ -296,7 +296,7 @@ func (l *Loop) additions(ctx context.Context, pods []*v1.Pod) {
 		if _, ok := l.cfg.Statuses.PodStatus(p.UID); !ok {
 			l.cfg.Statuses.SetPodStatus(p, l.cfg.InitialStatus(p))
 		}
-		l.cfg.Workers.Update(worker.Update{Pod: p, Kind: syncKind(p)})
+		l.cfg.Workers.Update(worker.Update{Pod: p, Kind: syncKind(p), Recreate: true})
 	}
 }
 

@@ -77,6 +77,11 @@ type Update struct {
 	// Failure, with Terminate, fails the pod with this reason and message;
 	// the first Failure given to a terminating pod is kept.
 	Failure *Failure
+	// Recreate, with Sync, says the pod's source added it (again): if it
+	// is terminating (its static pod manifest was removed and has come
+	// back), it starts over once the termination is done, as the kubelet
+	// restarts a terminated-and-recreated pod. A later Terminate cancels it.
+	Recreate bool
 }
 
 // Config configures the pod workers.
@@ -124,6 +129,7 @@ type podWorker struct {
 	terminating bool
 	grace       time.Duration
 	failure     *Failure // the Failure of the Terminate, if any
+	recreate    bool     // the pod was added again while terminating
 	synced      bool     // a Sync has run
 	cancel      context.CancelFunc
 	running     Kind
@@ -185,6 +191,12 @@ func (w *Workers) Update(u Update) {
 	}
 	pw.pod = u.Pod
 	pw.pending = true
+	switch {
+	case u.Kind == Sync && u.Recreate && pw.terminating:
+		pw.recreate = true
+	case u.Kind == Terminate:
+		pw.recreate = false
+	}
 	if u.Kind == Terminate {
 		g := GracePeriod(u.Pod, u.GracePeriodOverride)
 		if !pw.terminating || g < pw.grace {
@@ -320,9 +332,13 @@ func (w *Workers) run(uid types.UID, pw *podWorker) {
 		}
 		if work.Kind == Terminate && err == nil {
 			delete(w.workers, uid)
+			recreate, pod := pw.recreate, pw.pod
 			w.mu.Unlock()
 			if w.cfg.Terminated != nil {
 				w.cfg.Terminated(work.Pod)
+			}
+			if recreate {
+				w.Update(Update{Pod: pod, Kind: Sync})
 			}
 			return
 		}

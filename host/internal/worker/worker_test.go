@@ -307,3 +307,56 @@ func TestWorkers_Update_terminateFailure(t *testing.T) {
 		t.Errorf("plain kill's failure %+v, want nil", k.Failure)
 	}
 }
+
+// A pod added again while it terminates (a static pod's manifest removed
+// and put back) starts over once its termination is done; removed again
+// before that, it does not.
+func TestWorkers_Update_recreate(t *testing.T) {
+	var mu sync.Mutex
+	var calls []string
+	entered := make(chan Kind, 10)
+	release := make(chan struct{})
+	terminated := make(chan struct{}, 10)
+	w, _ := New(Config{
+		SyncFunc: func(ctx context.Context, wk Work) error {
+			mu.Lock()
+			calls = append(calls, fmt.Sprintf("%s %s %v", wk.Kind, wk.Pod.Spec.Containers[0].Image, wk.First))
+			mu.Unlock()
+			entered <- wk.Kind
+			if wk.Kind == Terminate {
+				<-release
+			}
+			return nil
+		},
+		Terminated: func(*v1.Pod) { terminated <- struct{}{} },
+	})
+	defer w.Stop()
+	w.Update(Update{Pod: testPod("a", "v1"), Kind: Sync, Recreate: true})
+	<-entered
+	w.Update(Update{Pod: testPod("a", "v1"), Kind: Terminate})
+	for k := <-entered; k != Terminate; k = <-entered {
+	}
+	w.Update(Update{Pod: testPod("a", "v2"), Kind: Sync, Recreate: true})
+	w.mu.Lock()
+	if !w.workers["a"].recreate {
+		t.Error("a pod added while terminating is not marked to start over")
+	}
+	w.mu.Unlock()
+	w.Update(Update{Pod: testPod("a", "v2"), Kind: Terminate})
+	w.mu.Lock()
+	if w.workers["a"].recreate {
+		t.Error("a Terminate after the pod came back leaves it marked to start over")
+	}
+	w.mu.Unlock()
+	w.Update(Update{Pod: testPod("a", "v3"), Kind: Sync, Recreate: true})
+	close(release)
+	<-terminated
+	if k := <-entered; k != Sync {
+		t.Fatalf("after the termination the worker ran %s, want a Sync", k)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if last := calls[len(calls)-1]; last != "sync v3 true" {
+		t.Errorf("calls %v: want the pod started over with its newest spec, as a first sync", calls)
+	}
+}
