@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -179,12 +181,25 @@ func (a *Agent) Run(ctx context.Context) error {
 			Address: a.cfg.Address, Port: *a.cfg.ReadOnlyPort, Pods: a.Pods,
 			Checks:   a.healthChecks(endpoint),
 			Gatherer: a.gatherer, Logger: a.log.Named("server"),
-			Handlers: a.plugins.handlers(),
+			Handlers: a.readOnlyHandlers(),
 		})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
 		spawn("read-only server", srv.Run)
+	}
+	// The healthz port, as the kubelet's: a port already taken is logged,
+	// and the node runs on without it.
+	if *a.cfg.HealthzPort != 0 {
+		srv, err := server.New(server.Config{
+			Address: a.cfg.HealthzBindAddress, Port: *a.cfg.HealthzPort, HealthzOnly: true,
+			Checks: a.healthChecks(endpoint), Logger: a.log.Named("healthz"),
+		})
+		if err != nil {
+			a.log.Error("healthz server not started; the node runs without it", "error", err)
+		} else {
+			spawn("healthz server", srv.Run)
+		}
 	}
 	// RuntimeClasses before the runtime: the cache syncs while it connects.
 	spawn("runtime classes", a.classes.Run)
@@ -480,6 +495,22 @@ func (a *Agent) runtimeReady() error {
 		return fmt.Errorf("container runtime not ready: %s", h.Message)
 	}
 	return nil
+}
+
+// readOnlyHandlers are the read-only server's handlers beside /pods,
+// /healthz and /metrics: /plugins, and /stats/summary as the kubelet serves
+// it there too (503 until the stats provider is built).
+func (a *Agent) readOnlyHandlers() map[string]http.Handler {
+	h := map[string]http.Handler{}
+	maps.Copy(h, a.plugins.handlers())
+	h["/stats/summary"] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !a.built.Load() {
+			http.Error(w, "the node's parts are starting", http.StatusServiceUnavailable)
+			return
+		}
+		a.stats.SummaryHandler().ServeHTTP(w, r)
+	})
+	return h
 }
 
 // runtimeHandlers are the runtime's handlers as its last CRI Status

@@ -3,7 +3,9 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
 )
@@ -210,6 +213,24 @@ func testStaticPod(t *testing.T, a *agent) {
 			return err == nil && v > 0, fmt.Sprint(v, err)
 		})
 	}
+	// /stats/summary on the read-only port too, as the kubelet serves it:
+	// the node and this pod with its containers.
+	harness.Eventually(t, 30*time.Second, "/stats/summary lists the pod", func() (bool, string) {
+		code, body, err := a.Get("/stats/summary")
+		if err != nil || code != http.StatusOK {
+			return false, fmt.Sprint(code, err, string(body))
+		}
+		var sum statsapi.Summary
+		if err := json.Unmarshal(body, &sum); err != nil {
+			return false, err.Error()
+		}
+		for _, ps := range sum.Pods {
+			if ps.PodRef.UID == string(got.UID) {
+				return sum.Node.NodeName == nodeName && len(ps.Containers) > 0, fmt.Sprintf("node %q, containers %d", sum.Node.NodeName, len(ps.Containers))
+			}
+		}
+		return false, fmt.Sprintf("%d pods, not this one", len(sum.Pods))
+	})
 	a.Remove(t, "static.yaml")
 	a.waitGone(t, "static", 60*time.Second)
 }

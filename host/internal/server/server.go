@@ -46,6 +46,9 @@ type Config struct {
 	Logger hclog.Logger
 	// Handlers are extra handlers by pattern (e.g. "/plugins").
 	Handlers map[string]http.Handler
+	// HealthzOnly serves /healthz alone, as the kubelet's healthz port:
+	// no /pods, /metrics or Handlers.
+	HealthzOnly bool
 }
 
 // Server is the read-only HTTP server. Create it with New, then Run.
@@ -72,16 +75,20 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
 	s.mux.HandleFunc("/healthz", s.healthz)
-	s.mux.HandleFunc("/pods", s.pods)
-	s.mux.HandleFunc("/pods/", s.pods)
-	s.mux.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{ErrorLog: cfg.Logger.StandardLogger(nil)}))
-	for pattern, h := range cfg.Handlers {
-		s.mux.Handle(pattern, h)
+	what := "healthz server"
+	if !cfg.HealthzOnly {
+		what = "read-only server"
+		s.mux.HandleFunc("/pods", s.pods)
+		s.mux.HandleFunc("/pods/", s.pods)
+		s.mux.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{ErrorLog: cfg.Logger.StandardLogger(nil)}))
+		for pattern, h := range cfg.Handlers {
+			s.mux.Handle(pattern, h)
+		}
 	}
 	addr := net.JoinHostPort(cfg.Address, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("read-only server: listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("%s: listen on %s: %w", what, addr, err)
 	}
 	s.ln = ln
 	return s, nil

@@ -148,3 +148,18 @@ func BenchmarkServer_pods1000(b *testing.B) {
 		}
 	}
 }
+
+// The healthz server answers /healthz with the same checks and nothing
+// else.
+func TestServer_healthzOnly(t *testing.T) {
+	s, err := New(Config{HealthzOnly: true, Handlers: map[string]http.Handler{"/plugins": http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})},
+		Checks: []Check{{Name: "runtime", Check: func() error { return errors.New("down") }}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{"/healthz": 500, "/pods": 404, "/metrics": 404, "/plugins": 404} {
+		if code, body := get(t, s.Handler(), path); code != want {
+			t.Errorf("%s: %d %q, want %d", path, code, body, want)
+		}
+	}
+}

@@ -55,6 +55,8 @@ type Agent struct {
 	LogFile string
 	// Port is the read-only port on 127.0.0.1.
 	Port int
+	// HealthzPort is the healthz port on 127.0.0.1 (--healthz-port).
+	HealthzPort int
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -73,6 +75,7 @@ func NewAgent(t testing.TB, c AgentConfig) *Agent {
 		Logs:        filepath.Join(c.Dir, "logs"),
 		LogFile:     filepath.Join(c.Dir, "agent.log"),
 		Port:        FreePort(t),
+		HealthzPort: FreePort(t),
 	}
 	for _, d := range []string{a.Manifests, a.Root, a.Logs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -83,7 +86,8 @@ func NewAgent(t testing.TB, c AgentConfig) *Agent {
 }
 
 // Start runs `wasmlet run` with the agent's directories and port followed
-// by args, and waits until /healthz answers 200. The process gets SIGKILL
+// by args, and waits until /healthz answers 200 on the read-only port and
+// on the healthz port, which serves nothing else. The process gets SIGKILL
 // when the suite dies. Dead containers, sandboxes and pod directories are
 // collected every 2 s (--container-gc-period, the default minute would
 // only make the suites wait) unless args say otherwise; the period itself
@@ -96,6 +100,7 @@ func (a *Agent) Start(t testing.TB, args ...string) {
 		"--pod-logs-dir", a.Logs,
 		"--address", "127.0.0.1",
 		"--read-only-port", strconv.Itoa(a.Port),
+		"--healthz-port", strconv.Itoa(a.HealthzPort),
 		"--container-gc-period", "2s",
 	}, args...)
 	out, err := os.OpenFile(a.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -132,6 +137,16 @@ func (a *Agent) Start(t testing.TB, args ...string) {
 		}
 		return code == http.StatusOK, fmt.Sprintf("%d %s", code, body)
 	})
+	for path, want := range map[string]int{"/healthz": http.StatusOK, "/pods": http.StatusNotFound} {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", a.HealthzPort, path))
+		if err != nil {
+			t.Fatalf("agent %s: healthz port: %v", a.Name, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("agent %s: healthz port %s answered %d, want %d", a.Name, path, resp.StatusCode, want)
+		}
+	}
 }
 
 // Pid is the running agent's process ID.

@@ -53,6 +53,8 @@ func (c *WasmletConfiguration) setFixedDefaults() {
 	setDefault(&c.MaxPods, 110)
 	setDefault(&c.Address, "127.0.0.1")
 	setPointer(&c.ReadOnlyPort, 10255)
+	setPointer(&c.HealthzPort, 10248)
+	setDefault(&c.HealthzBindAddress, "127.0.0.1")
 	setDefault(&c.ContainerLogMaxSize, "10Mi")
 	setDefault(&c.ContainerLogMaxFiles, 5)
 	setDefault(&c.LogLevel, "info")

@@ -22,7 +22,7 @@ func defaults() WasmletConfiguration {
 		RuntimeRequestTimeout: dur(2 * time.Minute), RootDir: "/var/lib/wasmlet", PodLogsDir: "/var/log/pods",
 		SyncFrequency: dur(time.Minute), HousekeepingInterval: dur(2 * time.Second), ContainerGCPeriod: dur(time.Minute),
 		PLEGRelistPeriod: dur(time.Second), VolumeStatsAggPeriod: dur(time.Minute), MaxPods: 110, Address: "127.0.0.1",
-		ReadOnlyPort: ptr.To(10255), ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5, LogLevel: "info",
+		ReadOnlyPort: ptr.To(10255), HealthzPort: ptr.To(10248), HealthzBindAddress: "127.0.0.1", ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5, LogLevel: "info",
 		CertDir: "/var/lib/wasmlet/pki", RotateCertificates: ptr.To(false), KubeAPIQPS: 50, KubeAPIBurst: 100,
 		NodeStatusUpdateFrequency: dur(10 * time.Second), NodeStatusReportFrequency: dur(5 * time.Minute), Port: ptr.To(10250),
 	}
@@ -41,10 +41,10 @@ func TestWasmletConfiguration_SetDefaults(t *testing.T) {
 		{"empty", WasmletConfiguration{NodeName: "n1"}, func(*WasmletConfiguration) {}},
 		{"node name lower-cased", WasmletConfiguration{NodeName: "Node-A"}, func(c *WasmletConfiguration) { c.NodeName = "node-a" }},
 		{"zero values that mean something are kept",
-			WasmletConfiguration{NodeName: "n1", ReadOnlyPort: ptr.To(0), Port: ptr.To(0), PluginIdleTimeout: &metav1.Duration{},
+			WasmletConfiguration{NodeName: "n1", ReadOnlyPort: ptr.To(0), Port: ptr.To(0), HealthzPort: ptr.To(0), PluginIdleTimeout: &metav1.Duration{},
 				CgroupsPerQOS: ptr.To(false), ResolvConf: ptr.To(""), RotateCertificates: ptr.To(false)},
 			func(c *WasmletConfiguration) {
-				c.ReadOnlyPort, c.Port, c.PluginIdleTimeout = ptr.To(0), ptr.To(0), &metav1.Duration{}
+				c.ReadOnlyPort, c.Port, c.HealthzPort, c.PluginIdleTimeout = ptr.To(0), ptr.To(0), ptr.To(0), &metav1.Duration{}
 				c.CgroupsPerQOS, c.ResolvConf = ptr.To(false), ptr.To("")
 			}},
 		{"values set are kept",

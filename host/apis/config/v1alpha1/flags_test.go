@@ -27,10 +27,10 @@ func TestWasmletConfiguration_AddFlags(t *testing.T) {
 				c.NodeName, c.SyncFrequency, c.MaxPods, c.ContainerLogMaxSize, c.LogJSON = "n", dur(3*time.Second), 9, "1Mi", true
 				c.Authentication.X509.ClientCAFile, c.Authorization.Mode, c.ServerTLSBootstrap, c.KubeAPIQPS = "/ca", "Webhook", true, 5
 			}, ""},
-		{"pointers set to zero", WasmletConfiguration{}, []string{"--read-only-port=0", "--port=0", "--plugin-idle-timeout=0s", "--resolv-conf=",
+		{"pointers set to zero", WasmletConfiguration{}, []string{"--read-only-port=0", "--port=0", "--healthz-port=0", "--plugin-idle-timeout=0s", "--resolv-conf=",
 			"--cgroups-per-qos=false", "--rotate-certificates=false", "--anonymous-auth=false"},
 			func(c *WasmletConfiguration) {
-				c.ReadOnlyPort, c.Port, c.PluginIdleTimeout, c.ResolvConf = ptr.To(0), ptr.To(0), &metav1.Duration{}, ptr.To("")
+				c.ReadOnlyPort, c.Port, c.HealthzPort, c.PluginIdleTimeout, c.ResolvConf = ptr.To(0), ptr.To(0), ptr.To(0), &metav1.Duration{}, ptr.To("")
 				c.CgroupsPerQOS, c.RotateCertificates, c.Authentication.Anonymous.Enabled = ptr.To(false), ptr.To(false), ptr.To(false)
 			}, ""},
 		{"bool pointers without a value", WasmletConfiguration{}, []string{"--cgroups-per-qos", "--anonymous-auth", "--rotate-certificates"},

@@ -122,6 +122,12 @@ type WasmletConfiguration struct {
 	// ReadOnlyPort serves /healthz, /pods, /metrics and /plugins
 	// (--read-only-port, 10255); 0 disables the server.
 	ReadOnlyPort *int `json:"readOnlyPort,omitempty"`
+	// HealthzPort serves /healthz alone, as the kubelet's healthz server
+	// (--healthz-port, 10248); 0 disables it.
+	HealthzPort *int `json:"healthzPort,omitempty"`
+	// HealthzBindAddress is the healthz server's listen address
+	// (--healthz-bind-address, 127.0.0.1).
+	HealthzBindAddress string `json:"healthzBindAddress,omitempty"`
 	// ContainerLogMaxSize is the size, a quantity such as 10Mi, over which
 	// a running container's log is rotated (--container-log-max-size,
 	// 10Mi).

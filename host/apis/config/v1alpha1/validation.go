@@ -65,7 +65,7 @@ func (c *WasmletConfiguration) Validate() field.ErrorList {
 	for _, p := range []struct {
 		path string
 		port *int
-	}{{"readOnlyPort", c.ReadOnlyPort}, {"port", c.Port}} {
+	}{{"readOnlyPort", c.ReadOnlyPort}, {"port", c.Port}, {"healthzPort", c.HealthzPort}} {
 		if p.port != nil && (*p.port < 0 || *p.port > 65535) {
 			errs = append(errs, field.Invalid(field.NewPath(p.path), *p.port, "is not a port (0 to 65535; 0 disables the server)"))
 		}

@@ -37,8 +37,10 @@ func TestWasmletConfiguration_Validate(t *testing.T) {
 		{"counts", func(c *WasmletConfiguration) {
 			c.MaxPods, c.ContainerLogMaxFiles, c.KubeAPIQPS, c.KubeAPIBurst = 0, 1, -1, 0
 		}, []string{"FieldValueInvalid maxPods", "FieldValueInvalid containerLogMaxFiles", "FieldValueInvalid kubeAPIQPS", "FieldValueInvalid kubeAPIBurst"}},
-		{"ports", func(c *WasmletConfiguration) { c.ReadOnlyPort, c.Port = ptr.To(-1), ptr.To(65536) },
-			[]string{"FieldValueInvalid readOnlyPort", "FieldValueInvalid port"}},
+		{"ports", func(c *WasmletConfiguration) {
+			c.ReadOnlyPort, c.Port, c.HealthzPort = ptr.To(-1), ptr.To(65536), ptr.To(70000)
+		},
+			[]string{"FieldValueInvalid readOnlyPort", "FieldValueInvalid port", "FieldValueInvalid healthzPort"}},
 		{"log size not a quantity", func(c *WasmletConfiguration) { c.ContainerLogMaxSize = "big" }, []string{"FieldValueInvalid containerLogMaxSize"}},
 		{"log size zero", func(c *WasmletConfiguration) { c.ContainerLogMaxSize = "0" }, []string{"FieldValueInvalid containerLogMaxSize"}},
 		{"cluster DNS", func(c *WasmletConfiguration) { c.ClusterDNS = []string{"10.96.0.10", "dns.local"} }, []string{"FieldValueInvalid clusterDNS[1]"}},
