@@ -300,7 +300,7 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 	}
 	rcfg := runtime.Config{
 		Endpoint: endpoint, ImageEndpoint: a.cfg.ImageServiceEndpoint, Timeout: a.cfg.RuntimeRequestTimeout.Duration,
-		RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir, Logger: a.log.Named("runtime"),
+		RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir, LogSymlinkDir: a.logSymlinkDir(), Logger: a.log.Named("runtime"),
 		Hooks: a.plugins.hooks(), Volumes: a.data.volumes, Env: a.data.env, ClusterDomain: a.cfg.ClusterDomain,
 		DNS:            dns.New(dns.Config{ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, ResolvConf: *a.cfg.ResolvConf}),
 		RuntimeClasses: a.classes,
@@ -495,6 +495,14 @@ func (a *Agent) runtimeReady() error {
 		return fmt.Errorf("container runtime not ready: %s", h.Message)
 	}
 	return nil
+}
+
+// logSymlinkDir is the runtime's directory of log symlinks; "" for none.
+func (a *Agent) logSymlinkDir() string {
+	if a.cfg.ContainerLogSymlinkDir == "none" {
+		return ""
+	}
+	return a.cfg.ContainerLogSymlinkDir
 }
 
 // readOnlyHandlers are the read-only server's handlers beside /pods,

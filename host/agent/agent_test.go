@@ -62,7 +62,7 @@ func (h *harness) config() Config {
 			PLEGRelistPeriod:     metav1.Duration{Duration: 100 * time.Millisecond},
 			HousekeepingInterval: metav1.Duration{Duration: 200 * time.Millisecond},
 			ContainerGCPeriod:    metav1.Duration{Duration: 200 * time.Millisecond},
-			MaxPods:              5000, ReadOnlyPort: ptr.To(0), HealthzPort: ptr.To(0), CgroupsPerQOS: ptr.To(false), PluginIdleTimeout: &metav1.Duration{},
+			MaxPods:              5000, ReadOnlyPort: ptr.To(0), HealthzPort: ptr.To(0), ContainerLogSymlinkDir: "none", CgroupsPerQOS: ptr.To(false), PluginIdleTimeout: &metav1.Duration{},
 		},
 		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr}),
 	}

@@ -68,7 +68,7 @@ func newAgentFixture(t testing.TB) *agentFixture {
 	}
 	a, err := agent.New(agent.Config{
 		WasmletConfiguration: v1alpha1.WasmletConfiguration{
-			NodeName: "n1", StaticPodPath: f.manifests, RootDir: f.root, PodLogsDir: f.logs, ReadOnlyPort: ptr.To(0), HealthzPort: ptr.To(0),
+			NodeName: "n1", StaticPodPath: f.manifests, RootDir: f.root, PodLogsDir: f.logs, ReadOnlyPort: ptr.To(0), HealthzPort: ptr.To(0), ContainerLogSymlinkDir: "none",
 		},
 		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: os.Stderr}),
 	})

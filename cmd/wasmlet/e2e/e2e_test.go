@@ -203,6 +203,11 @@ func testStaticPod(t *testing.T, a *agent) {
 		if want := a.containerLog(got, name, 0); st.LogPath != want {
 			t.Errorf("container %s: log path %q, want %q", name, st.LogPath, want)
 		}
+		// The kubelet's log symlink, for collectors of /var/log/containers.
+		link := filepath.Join(a.LogLinks, fmt.Sprintf("%s_%s_%s-%s.log", got.Name, got.Namespace, name, runtimeID(cs.ContainerID)))
+		if target, err := os.Readlink(link); err != nil || target != st.LogPath {
+			t.Errorf("container %s: log symlink %s → %q, %v; want → %s", name, link, target, err, st.LogPath)
+		}
 	}
 
 	// /metrics: the sync loop turns, the pod's start and the PLEG relists

@@ -50,7 +50,9 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods []*container.Pod, kee
 			}
 			if err := m.rs.RemoveContainer(ctx, o.ID); err != nil {
 				errs = append(errs, fmt.Errorf("remove container %s of pod %s/%s: %w", o.ID, p.Namespace, p.Name, err))
+				continue
 			}
+			m.unlinkLog(o.ID)
 		}
 		first := true
 		for _, o := range objs {
@@ -78,6 +80,7 @@ func (m *Manager) GarbageCollect(ctx context.Context, pods []*container.Pod, kee
 		}
 	}
 	errs = append(errs, m.removeOrphanDirs(keep, inRuntime))
+	m.removeDeadLogSymlinks()
 	m.removeOrphanCgroups(pods, keep)
 	return errors.Join(errs...)
 }

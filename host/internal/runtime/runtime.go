@@ -53,6 +53,10 @@ type Config struct {
 	Timeout time.Duration
 	// RootDir holds pod directories: <RootDir>/pods/<uid>/{etc-hosts,containers,volumes}.
 	RootDir string
+	// LogSymlinkDir is where each container's log gets a symbolic link
+	// named as the kubelet names it (<pod>_<namespace>_<container>-<id>.log),
+	// /var/log/containers on a node; empty makes none.
+	LogSymlinkDir string
 	// PodLogsDir is the root of container logs:
 	// <PodLogsDir>/<namespace>_<pod>_<uid>/<container>/<restartCount>.log.
 	PodLogsDir string

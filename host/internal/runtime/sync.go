@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/wasmlet/wasmlet/host/internal/container"
@@ -246,6 +247,7 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig
 	if err := m.rs.StartContainer(ctx, id); err != nil {
 		return container.ErrRunContainer, err.Error()
 	}
+	m.linkLog(pod, c.Name, id, filepath.Join(m.PodLogDir(pod.Namespace, pod.Name, pod.UID), cfg.LogPath))
 	if m.cfg.Hooks != nil {
 		if _, err := m.cfg.Hooks.Hook(ctx, container.HookPostStart, pod, c); err != nil {
 			msg := fmt.Sprintf("PostStart hook: %v", err)
@@ -277,7 +279,9 @@ func (m *Manager) purgeInitContainers(ctx context.Context, pod *v1.Pod, status *
 		if names[c.Name] && c.State != container.StateRunning {
 			if err := m.rs.RemoveContainer(ctx, c.ID); err != nil {
 				m.log.Warn("remove init container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", c.ID, "error", err)
+				continue
 			}
+			m.unlinkLog(c.ID)
 		}
 	}
 }

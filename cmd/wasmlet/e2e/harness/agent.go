@@ -51,6 +51,9 @@ type Agent struct {
 	Root string
 	// Logs is the pod logs directory (--pod-logs-dir).
 	Logs string
+	// LogLinks is the directory of the containers' log symlinks
+	// (--container-log-symlink-dir).
+	LogLinks string
 	// LogFile is where the agent's output goes, appended to on each start.
 	LogFile string
 	// Port is the read-only port on 127.0.0.1.
@@ -73,6 +76,7 @@ func NewAgent(t testing.TB, c AgentConfig) *Agent {
 		Manifests:   filepath.Join(c.Dir, "manifests"),
 		Root:        filepath.Join(c.Dir, "root"),
 		Logs:        filepath.Join(c.Dir, "logs"),
+		LogLinks:    filepath.Join(c.Dir, "containers"),
 		LogFile:     filepath.Join(c.Dir, "agent.log"),
 		Port:        FreePort(t),
 		HealthzPort: FreePort(t),
@@ -98,6 +102,7 @@ func (a *Agent) Start(t testing.TB, args ...string) {
 		"--pod-manifest-path", a.Manifests,
 		"--root-dir", a.Root,
 		"--pod-logs-dir", a.Logs,
+		"--container-log-symlink-dir", a.LogLinks,
 		"--address", "127.0.0.1",
 		"--read-only-port", strconv.Itoa(a.Port),
 		"--healthz-port", strconv.Itoa(a.HealthzPort),

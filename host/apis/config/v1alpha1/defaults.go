@@ -55,6 +55,7 @@ func (c *WasmletConfiguration) setFixedDefaults() {
 	setPointer(&c.ReadOnlyPort, 10255)
 	setPointer(&c.HealthzPort, 10248)
 	setDefault(&c.HealthzBindAddress, "127.0.0.1")
+	setDefault(&c.ContainerLogSymlinkDir, "/var/log/containers")
 	setDefault(&c.ContainerLogMaxSize, "10Mi")
 	setDefault(&c.ContainerLogMaxFiles, 5)
 	setDefault(&c.LogLevel, "info")

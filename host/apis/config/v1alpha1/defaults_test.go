@@ -22,7 +22,7 @@ func defaults() WasmletConfiguration {
 		RuntimeRequestTimeout: dur(2 * time.Minute), RootDir: "/var/lib/wasmlet", PodLogsDir: "/var/log/pods",
 		SyncFrequency: dur(time.Minute), HousekeepingInterval: dur(2 * time.Second), ContainerGCPeriod: dur(time.Minute),
 		PLEGRelistPeriod: dur(time.Second), VolumeStatsAggPeriod: dur(time.Minute), MaxPods: 110, Address: "127.0.0.1",
-		ReadOnlyPort: ptr.To(10255), HealthzPort: ptr.To(10248), HealthzBindAddress: "127.0.0.1", ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5, LogLevel: "info",
+		ReadOnlyPort: ptr.To(10255), HealthzPort: ptr.To(10248), HealthzBindAddress: "127.0.0.1", ContainerLogSymlinkDir: "/var/log/containers", ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: 5, LogLevel: "info",
 		CertDir: "/var/lib/wasmlet/pki", RotateCertificates: ptr.To(false), KubeAPIQPS: 50, KubeAPIBurst: 100,
 		NodeStatusUpdateFrequency: dur(10 * time.Second), NodeStatusReportFrequency: dur(5 * time.Minute), Port: ptr.To(10250),
 	}

@@ -60,6 +60,7 @@ func (c *WasmletConfiguration) addFlags(fs *flag.FlagSet) {
 	fs.Var(optional(&c.ReadOnlyPort, strconv.Atoi, strconv.Itoa), "read-only-port", "`port` of the read-only server (/healthz, /pods, /metrics); 0 disables it")
 	fs.Var(optional(&c.HealthzPort, strconv.Atoi, strconv.Itoa), "healthz-port", "`port` of the healthz server (/healthz alone); 0 disables it")
 	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress, "listen address of the healthz server")
+	fs.StringVar(&c.ContainerLogSymlinkDir, "container-log-symlink-dir", c.ContainerLogSymlinkDir, "directory of the containers' log symlinks, named as the kubelet names them (none: no links)")
 	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "`size` (a quantity: 10Mi) over which a running container's log is rotated")
 	fs.IntVar(&c.ContainerLogMaxFiles, "container-log-max-files", c.ContainerLogMaxFiles, "most files a container's log spans, the live one included (at least 2)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "log level: trace, debug, info, warn, error")

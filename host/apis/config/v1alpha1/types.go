@@ -128,6 +128,13 @@ type WasmletConfiguration struct {
 	// HealthzBindAddress is the healthz server's listen address
 	// (--healthz-bind-address, 127.0.0.1).
 	HealthzBindAddress string `json:"healthzBindAddress,omitempty"`
+	// ContainerLogSymlinkDir is where each container's log gets a symbolic
+	// link named as the kubelet names it
+	// (<pod>_<namespace>_<container>-<id>.log), for log collectors that
+	// read /var/log/containers (--container-log-symlink-dir,
+	// /var/log/containers); the kubelet's is fixed there. "none" makes no
+	// links.
+	ContainerLogSymlinkDir string `json:"containerLogSymlinkDir,omitempty"`
 	// ContainerLogMaxSize is the size, a quantity such as 10Mi, over which
 	// a running container's log is rotated (--container-log-max-size,
 	// 10Mi).
