@@ -161,6 +161,9 @@ conformance_images() {
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n' >"$r/busybox/etc/passwd"
 	printf 'root:x:0:\nnobody:x:65534:\n' >"$r/busybox/etc/group"
 	chmod 1777 "$r/busybox/tmp"
+	# nmeter, which the upstream busybox has and Debian's lacks: the node
+	# suite's container lifecycle specs time their log lines with it.
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$r/busybox/bin/nmeter" ./hack/nmeter
 	e2e_image conf-busybox registry.k8s.io/e2e-test-images/busybox:1.37.0-1 "$r/busybox" /bin/sh
 	# nonroot: busybox run as uid 1234.
 	cp -a "$r/busybox" "$r/nonroot"
@@ -251,6 +254,12 @@ nodeip=$(ip -4 -o addr show scope global | awk '{print $4}' | cut -d/ -f1 | head
 [ -n "$nodeip" ] || { log "no global IPv4 address for the node"; exit 1; }
 nodename=conformance-node
 
+# unmount_under DIR: unmounts DIR and everything mounted below it (the
+# kubelet bind-mounts its root dir on itself; pods' volumes are tmpfs).
+unmount_under() {
+	awk -v r="$1" '$2 == r || index($2, r "/") == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount 2>/dev/null || true
+}
+
 # run_node NODE: a fresh cluster and containerd, NODE joined to it, the
 # specs, and everything stopped again.
 run_node() {
@@ -268,6 +277,7 @@ run_node() {
 				log "$x exists and is not the harness's: refusing to use it (a real node's state?)"
 				return 1
 			fi
+			unmount_under "$x"
 			rm -rf "$x" && mkdir -p "$x" && touch "$x/.wasmlet-conformance"
 		done
 	fi
@@ -341,8 +351,7 @@ run_node() {
 	hack/containerd/down.sh "$d/ctrd" "$out/bin/cri"
 	hack/apiserver/cluster.sh down "$d/cp"
 	if [ "$SUITE" = e2e_node ]; then
-		# The kubelet bind-mounts its root dir on itself, and volumes under it.
-		awk -v r="$root" '$2 == r || index($2, r "/") == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount 2>/dev/null || true
+		unmount_under "$root"
 		rm -rf "$root" "$logs"
 	fi
 }
