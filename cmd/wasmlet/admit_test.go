@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wasmlet/wasmlet/abi"
 )
 
 const privilegedPod = `apiVersion: v1
@@ -54,6 +56,19 @@ func TestRunAdmit(t *testing.T) {
 	}
 }
 
+// readBuilt reads the module and the manifest of the built plugin name.
+func readBuilt(t *testing.T, plugins, name string) (wasm, manifest []byte) {
+	t.Helper()
+	wasm, err := os.ReadFile(filepath.Join(plugins, name+".wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if manifest, err = os.ReadFile(filepath.Join(plugins, name+abi.ManifestSuffix)); err != nil {
+		t.Fatal(err)
+	}
+	return wasm, manifest
+}
+
 // TestRunAdmit_manifestBeside: a .wasm with a manifest beside it is judged
 // with that manifest's config, as the agent would judge it; without one,
 // admit says that none is used.
@@ -61,14 +76,7 @@ func TestRunAdmit_manifestBeside(t *testing.T) {
 	plugins := builtPlugins(t)
 	dir := t.TempDir()
 	priv := writeTestFile(t, dir, "priv.yaml", privilegedPod)
-	wasm, err := os.ReadFile(filepath.Join(plugins, "deny-privileged.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mf, err := os.ReadFile(filepath.Join(plugins, "deny-privileged.plugin.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	wasm, mf := readBuilt(t, plugins, "deny-privileged")
 	// The manifest exempts the pod's namespace.
 	mf = []byte(strings.Replace(string(mf), "allowNamespaces: kube-system", "allowNamespaces: monitoring", 1))
 	writeTestFile(t, dir, "deny-privileged.wasm", string(wasm))
@@ -92,14 +100,7 @@ func TestRunAdmit_mode(t *testing.T) {
 	plugins := builtPlugins(t)
 	dir := t.TempDir()
 	priv := writeTestFile(t, dir, "priv.yaml", privilegedPod)
-	wasm, err := os.ReadFile(filepath.Join(plugins, "deny-privileged.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mf, err := os.ReadFile(filepath.Join(plugins, "deny-privileged.plugin.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	wasm, mf := readBuilt(t, plugins, "deny-privileged")
 	writeTestFile(t, dir, "deny-privileged.wasm", string(wasm))
 	enforce := writeTestFile(t, dir, "deny-privileged.plugin.yaml", string(mf))
 	monitor := writeTestFile(t, dir, "watch.plugin.yaml", string(mf)+"mode: monitor\n")
