@@ -77,6 +77,11 @@ func TestManifest_Validate(t *testing.T) {
 		{"duplicate kind", func(m *Manifest) { m.Kinds = []Kind{KindHook, KindHook} }, "twice"},
 		{"missing sha256", func(m *Manifest) { m.SHA256 = "" }, "sha256"},
 		{"bad failure policy", func(m *Manifest) { m.FailurePolicy = "Maybe" }, "failurePolicy"},
+		{"enforce", func(m *Manifest) { m.Mode = ModeEnforce }, ""},
+		{"monitor", func(m *Manifest) { m.Mode = ModeMonitor }, ""},
+		{"bad mode", func(m *Manifest) { m.Mode = "audit" }, `mode "audit": want enforce or monitor`},
+		{"monitor hook", func(m *Manifest) { m.Mode, m.Kinds = ModeMonitor, []Kind{KindAdmission, KindHook} }, "only admission plugins can monitor"},
+		{"monitor source", func(m *Manifest) { m.Mode, m.Kinds = ModeMonitor, []Kind{KindSource} }, "only admission plugins can monitor"},
 		{"negative timeout", func(m *Manifest) { m.Permissions.Timeout.Duration = -time.Second }, "timeout"},
 	}
 	for _, tt := range tests {
@@ -88,8 +93,8 @@ func TestManifest_Validate(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Validate() = %v, want nil", err)
 				}
-				if m.Wasm != m.Name+".wasm" || m.FailurePolicy != FailurePolicyFail {
-					t.Fatalf("defaults not filled: wasm %q, failurePolicy %q", m.Wasm, m.FailurePolicy)
+				if m.Wasm != m.Name+".wasm" || m.FailurePolicy != FailurePolicyFail || m.Mode == "" {
+					t.Fatalf("defaults not filled: wasm %q, failurePolicy %q, mode %q", m.Wasm, m.FailurePolicy, m.Mode)
 				}
 				return
 			}

@@ -20,6 +20,20 @@ const (
 	FailurePolicyIgnore FailurePolicy = "Ignore"
 )
 
+// Mode says whether an admission plugin's denials block pods.
+type Mode string
+
+const (
+	// ModeEnforce applies the plugin's verdicts: a denial rejects the pod,
+	// a failed call follows the failure policy. The default.
+	ModeEnforce Mode = "enforce"
+	// ModeMonitor calls the plugin like any other but admits every pod: a
+	// denial is reported (log, event on the pod, metric) instead of
+	// applied, and a failed call never blocks whatever the failure policy.
+	// Only a plugin whose kinds are [admission] may monitor.
+	ModeMonitor Mode = "monitor"
+)
+
 // ManifestSuffix is the file name suffix of a plugin manifest; the manifest
 // of plugin "x" is usually "x.plugin.yaml" beside "x.wasm".
 const ManifestSuffix = ".plugin.yaml"
@@ -49,6 +63,10 @@ type Manifest struct {
 	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
 	// Order sorts plugins of one kind (lower first; ties by name).
 	Order int `json:"order,omitempty"`
+	// Mode is enforce (the default) or monitor (admission only): a
+	// monitoring plugin's denials and failures admit the pod and are
+	// reported. It applies to the whole module, every policy of a bundle.
+	Mode Mode `json:"mode,omitempty"`
 }
 
 // Permissions is the sandbox a plugin runs in.
@@ -127,11 +145,27 @@ func (m *Manifest) Validate() error {
 	default:
 		return fmt.Errorf("failurePolicy %q: want Fail or Ignore", m.FailurePolicy)
 	}
+	switch m.Mode {
+	case "":
+		m.Mode = ModeEnforce
+	case ModeEnforce:
+	case ModeMonitor:
+		for _, k := range m.Kinds {
+			if k != KindAdmission {
+				return fmt.Errorf("mode %q: only admission plugins can monitor; kinds include %q", m.Mode, k)
+			}
+		}
+	default:
+		return fmt.Errorf("mode %q: want %s or %s", m.Mode, ModeEnforce, ModeMonitor)
+	}
 	if m.Permissions.Timeout.Duration < 0 {
 		return fmt.Errorf("permissions.timeout: must not be negative")
 	}
 	return nil
 }
+
+// Monitoring reports whether the plugin runs in monitor mode.
+func (m *Manifest) Monitoring() bool { return m.Mode == ModeMonitor }
 
 // HasKind reports whether the manifest declares kind k.
 func (m *Manifest) HasKind(k Kind) bool {

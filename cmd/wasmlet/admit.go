@@ -71,7 +71,7 @@ func runAdmit(args []string, stdout, stderr io.Writer) int {
 	nodePath := fs.String("node", "", "a v1.Node (YAML or JSON) to send with the pod")
 	timeout := fs.Duration("timeout", 0, "per-call deadline (default: the manifest's, else the host's)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: wasmlet admit --plugin FILE.wasm [--config KEY=VALUE]... POD.yaml\n\nPrints the verdict; exit status 0 allowed, 1 denied, 2 error.")
+		fmt.Fprintln(stderr, "usage: wasmlet admit --plugin FILE.wasm [--config KEY=VALUE]... POD.yaml\n\nPrints the verdict and the plugin's mode; exit status 0 allowed, 1 denied, 2 error.\nA plugin in mode monitor admits as the agent does: a denial prints ALLOWED, what it\nwould have decided and why, and exits 0.")
 		fs.PrintDefaults()
 	}
 	pos, err := parseInterspersed(fs, args)
@@ -115,18 +115,31 @@ func runAdmit(args []string, stdout, stderr io.Writer) int {
 		return fail(err)
 	}
 	defer p.Close(ctx)
-	if m := p.Manifest(); !m.HasKind(abi.KindAdmission) {
+	m := p.Manifest()
+	if !m.HasKind(abi.KindAdmission) {
 		return fail(fmt.Errorf("plugin %s: not an admission plugin (kinds %v)", *pluginPath, m.Kinds))
+	}
+	mode := abi.ModeEnforce // a bare module's derived manifest has none
+	if m.Monitoring() {
+		mode = abi.ModeMonitor
 	}
 	resp, err := p.Admit(ctx, &req)
 	if err != nil {
+		if mode == abi.ModeMonitor {
+			fmt.Fprintln(stderr, "wasmlet admit: the plugin is in mode monitor: the agent would log and count this failure and admit the pod")
+		}
 		return fail(fmt.Errorf("pod %s: %w", pos[0], err))
 	}
-	if resp.Allowed {
-		fmt.Fprintf(stdout, "ALLOWED  %s (plugin %s)\n", pos[0], p.Name())
+	switch {
+	case resp.Allowed:
+		fmt.Fprintf(stdout, "ALLOWED  %s (plugin %s, mode %s)\n", pos[0], p.Name(), mode)
+		return exitAllowed
+	case mode == abi.ModeMonitor:
+		// As the agent decides: admitted, the denial reported.
+		fmt.Fprintf(stdout, "ALLOWED  %s (plugin %s, mode monitor: would be DENIED in mode enforce)\n  reason:  %s\n  message: %s\n", pos[0], p.Name(), resp.Reason, resp.Message)
 		return exitAllowed
 	}
-	fmt.Fprintf(stdout, "DENIED   %s (plugin %s)\n  reason:  %s\n  message: %s\n", pos[0], p.Name(), resp.Reason, resp.Message)
+	fmt.Fprintf(stdout, "DENIED   %s (plugin %s, mode %s)\n  reason:  %s\n  message: %s\n", pos[0], p.Name(), mode, resp.Reason, resp.Message)
 	return exitDenied
 }
 

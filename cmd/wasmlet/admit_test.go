@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/wasmlet/wasmlet/abi"
 )
 
 const privilegedPod = `apiVersion: v1
@@ -54,6 +56,19 @@ func TestRunAdmit(t *testing.T) {
 	}
 }
 
+// readBuilt reads the module and the manifest of the built plugin name.
+func readBuilt(t *testing.T, plugins, name string) (wasm, manifest []byte) {
+	t.Helper()
+	wasm, err := os.ReadFile(filepath.Join(plugins, name+".wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if manifest, err = os.ReadFile(filepath.Join(plugins, name+abi.ManifestSuffix)); err != nil {
+		t.Fatal(err)
+	}
+	return wasm, manifest
+}
+
 // TestRunAdmit_manifestBeside: a .wasm with a manifest beside it is judged
 // with that manifest's config, as the agent would judge it; without one,
 // admit says that none is used.
@@ -61,14 +76,7 @@ func TestRunAdmit_manifestBeside(t *testing.T) {
 	plugins := builtPlugins(t)
 	dir := t.TempDir()
 	priv := writeTestFile(t, dir, "priv.yaml", privilegedPod)
-	wasm, err := os.ReadFile(filepath.Join(plugins, "deny-privileged.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mf, err := os.ReadFile(filepath.Join(plugins, "deny-privileged.plugin.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	wasm, mf := readBuilt(t, plugins, "deny-privileged")
 	// The manifest exempts the pod's namespace.
 	mf = []byte(strings.Replace(string(mf), "allowNamespaces: kube-system", "allowNamespaces: monitoring", 1))
 	writeTestFile(t, dir, "deny-privileged.wasm", string(wasm))
@@ -82,5 +90,43 @@ func TestRunAdmit_manifestBeside(t *testing.T) {
 	code, out, errOut = runCmd(admitCmd, "--plugin", filepath.Join(bare, "deny-privileged.wasm"), priv)
 	if code != exitDenied || !strings.Contains(errOut, "no manifest beside") {
 		t.Fatalf("bare module: exit %d, want %d and a note that no manifest is used\nstdout: %s\nstderr: %s", code, exitDenied, out, errOut)
+	}
+}
+
+// TestRunAdmit_mode: the verdict names the plugin's mode; a plugin in mode
+// monitor that denies exits as an admit and says what it would have
+// decided and why, as the agent would admit the pod and report the denial.
+func TestRunAdmit_mode(t *testing.T) {
+	plugins := builtPlugins(t)
+	dir := t.TempDir()
+	priv := writeTestFile(t, dir, "priv.yaml", privilegedPod)
+	wasm, mf := readBuilt(t, plugins, "deny-privileged")
+	writeTestFile(t, dir, "deny-privileged.wasm", string(wasm))
+	enforce := writeTestFile(t, dir, "deny-privileged.plugin.yaml", string(mf))
+	monitor := writeTestFile(t, dir, "watch.plugin.yaml", string(mf)+"mode: monitor\n")
+	tests := []struct {
+		name     string
+		plugin   string
+		pod      string
+		wantCode int
+		wantOut  []string
+	}{
+		{"enforce denies", enforce, priv, exitDenied, []string{"DENIED", "mode enforce", "reason:  Privileged"}},
+		{"enforce allows", enforce, "../../testdata/pod4k.json", exitAllowed, []string{"ALLOWED", "mode enforce"}},
+		{"monitor would deny", monitor, priv, exitAllowed, []string{"ALLOWED", "mode monitor: would be DENIED in mode enforce", "reason:  Privileged", "message: "}},
+		{"monitor allows", monitor, "../../testdata/pod4k.json", exitAllowed, []string{"ALLOWED", "mode monitor)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCmd(admitCmd, "--plugin", tt.plugin, tt.pod)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, out, errOut)
+			}
+			for _, s := range tt.wantOut {
+				if !strings.Contains(out, s) {
+					t.Errorf("stdout lacks %q:\n%s", s, out)
+				}
+			}
+		})
 	}
 }

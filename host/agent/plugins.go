@@ -51,6 +51,7 @@ func (a *Agent) newPlugins() (*plugins, error) {
 		Merge: func(ctx context.Context, source string, u config.PodUpdate) error {
 			return a.podConfig.Merge(ctx, source, u)
 		},
+		Recorder:   a.cluster, // nil-safe: standalone, no events
 		Logger:     a.log.Named("extension"),
 		Registerer: a.reg,
 	})

@@ -13,17 +13,24 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/internal/metrictest"
 )
 
 // TestAgent_Plugins runs the agent with a plugin directory: pluginhost's
 // ok.wasm as an admission plugin (it denies requests containing "!") and as
-// a hook. A pod whose image has a "!" is rejected naming the plugin, the
-// other runs, the hook is called, /plugins lists both.
+// a hook, and before them two admission plugins in monitor mode, ok.wasm
+// and trap.wasm under failurePolicy Fail. A pod whose image has a "!" is
+// rejected naming the enforcing plugin (the monitoring one's denial is
+// counted and does not stop the chain), the other runs (the monitoring
+// plugin's failure does not block it), the hook is called, /plugins lists
+// all four.
 func TestAgent_Plugins(t *testing.T) {
 	h := newHarness(t)
 	plugins := filepath.Join(h.dir, "plugins")
 	writePlugin(t, plugins, "bang", "ok.wasm", "kinds: [admission]\n")
 	writePlugin(t, plugins, "env", "ok.wasm", "kinds: [hook]\n")
+	writePlugin(t, plugins, "watch", "ok.wasm", "kinds: [admission]\nmode: monitor\norder: -1\n")
+	writePlugin(t, plugins, "watch-trap", "trap.wasm", "kinds: [admission]\nmode: monitor\nfailurePolicy: Fail\norder: -1\n")
 	h.write(t, "good", "wasmlet.local/busybox:1.0")
 	h.write(t, "bad", "wasmlet.local/busybox:bang!")
 	a, stop := h.start(t, func(c *Config) { c.PluginDir = plugins })
@@ -51,8 +58,12 @@ func TestAgent_Plugins(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	st := a.plugins.ext.Status()
-	if len(st) != 2 || st[0].Name != "bang" || st[0].Calls < 2 || st[1].Name != "env" || st[1].Calls < 2 {
+	if len(st) != 4 || st[0].Name != "bang" || st[0].Calls < 2 || st[1].Name != "env" || st[1].Calls < 2 ||
+		st[2].Name != "watch-trap" || st[2].Mode != abi.ModeMonitor || st[3].Name != "watch" || st[3].Mode != abi.ModeMonitor {
 		t.Fatalf("/plugins: %+v", st)
+	}
+	if got := metrictest.Counters(t, a.gatherer, "wasmlet_admission_monitored_denials_total"); got["watch/Bang"] != 1 {
+		t.Errorf("wasmlet_admission_monitored_denials_total %v, want watch/Bang 1", got)
 	}
 }
 

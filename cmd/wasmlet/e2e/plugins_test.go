@@ -68,6 +68,7 @@ func TestPlugins(t *testing.T) {
 		{"URLSource", testURLSource},
 		{"NoPrivilegedAndInjectEnv", testNoPrivilegedAndInjectEnv},
 		{"FaultyPlugins", testFaultyPlugins},
+		{"MonitorMode", testMonitorMode},
 		{"HotReload", testHotReload},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -197,6 +198,29 @@ func testFaultyPlugins(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
 	}
 	if n, err := a.Metric("wasmlet_plugin_failures_total"); err != nil || n < 6 {
 		t.Errorf("wasmlet_plugin_failures_total = %v (%v), want ≥ 6", n, err)
+	}
+}
+
+// A copy of image-allowlist in mode monitor that allows no registry of the
+// suite's denies a pod: the pod runs, /plugins shows the mode, the denial
+// is in the log and counted; the enforcing image-allowlist still serves.
+func testMonitorMode(t *testing.T, a *agent, pd *pluginDir, _ *podServer) {
+	pd.install(t, "image-allowlist", nil, func(m *abi.Manifest) {
+		m.Name, m.Mode = "watch-images", abi.ModeMonitor
+		m.Config["allowed"] = "registry.example.invalid"
+	})
+	defer pd.uninstall(t, "watch-images")
+	waitPlugin(t, a, "watch-images", "loaded in mode monitor", func(s pluginStatus) bool {
+		return s.State == "loaded" && s.Mode == string(abi.ModeMonitor)
+	})
+	a.Write(t, "watched.yaml", newPod("watched", v1.RestartPolicyAlways, box("main", "sleep", "inf")))
+	defer a.Remove(t, "watched.yaml")
+	a.waitRunning(t, "watched", 2*time.Minute)
+	if !a.LogContains("admission plugin in monitor mode denied a pod; admitted: plugin=watch-images") {
+		t.Error("the monitored denial is not in the agent's log")
+	}
+	if n, err := a.Metric("wasmlet_admission_monitored_denials_total", `plugin="watch-images"`, `reason="ImageNotAllowed"`); err != nil || n < 1 {
+		t.Errorf("wasmlet_admission_monitored_denials_total{plugin=watch-images} = %v (%v), want ≥ 1", n, err)
 	}
 }
 
@@ -341,6 +365,7 @@ type pluginStatus struct {
 	Error    string `json:"error"`
 	LastLoad string `json:"lastLoad"`
 	Version  string `json:"version"`
+	Mode     string `json:"mode"`
 	Calls    uint64 `json:"calls"`
 	Errors   uint64 `json:"errors"`
 	Timeouts uint64 `json:"timeouts"`

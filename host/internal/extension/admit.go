@@ -62,7 +62,9 @@ func (a admitter) Admit(ctx context.Context, attrs admission.Attributes) (admiss
 // returns their decisions up to and including the first that does not admit.
 // A failed call follows the plugin's failure policy: Fail is an error
 // decision (the chain rejects with reason AdmissionError and a message
-// naming the plugin and the failure), Ignore admits. The calls made after
+// naming the plugin and the failure), Ignore admits. A plugin in monitor
+// mode always admits (its denials are reported, its failures logged and
+// counted), so the plugins after it still run and decide. The calls made after
 // a denial in parallel mode are not looked at: neither counted nor logged.
 func (a admitter) AdmitEach(ctx context.Context, attrs admission.Attributes) []admission.Decision {
 	e := a.e
@@ -118,8 +120,14 @@ func admit(ctx context.Context, e *Extension, p *pluginhost.Plugin, req *abi.Adm
 	return answer{p: p, resp: resp, err: err}
 }
 
+// MonitoredDenialReason is the reason of the Warning event a monitoring
+// admission plugin's denial leaves on the pod it admits.
+const MonitoredDenialReason = "MonitoredDenial"
+
 // decide turns a plugin's answer into the chain's decision, applying the
-// plugin's failure policy to a failed call and logging a denial.
+// plugin's failure policy to a failed call and logging a denial. A plugin
+// in monitor mode admits: its denial is reported (monitored), its failure
+// logged and counted (failed).
 func (e *Extension) decide(attrs admission.Attributes, a answer) admission.Decision {
 	d := admission.Decision{Admitter: a.p.Name()}
 	switch {
@@ -131,11 +139,36 @@ func (e *Extension) decide(attrs admission.Attributes, a answer) admission.Decis
 		}
 	case a.resp.Allowed:
 		d.Result.Admit = true
+	case monitoring(a.p):
+		e.reportMonitored(attrs.Pod, a)
+		d.Result.Admit = true
 	default:
 		e.log.Info("admission plugin denied a pod", "plugin", a.p.Name(), "version", a.p.Manifest().Version, "pod", podspec.Name(attrs.Pod), "reason", a.resp.Reason, "message", a.resp.Message)
 		d.Result = admission.Result{Reason: a.resp.Reason, Message: a.resp.Message}
 	}
 	return d
+}
+
+// monitoring reports whether p runs in monitor mode.
+func monitoring(p *pluginhost.Plugin) bool {
+	mf := p.Manifest()
+	return mf.Monitoring()
+}
+
+// reportMonitored reports the denial of pod by a plugin in monitor mode,
+// which admits it: a warn line, a Warning event on the pod naming the
+// plugin and its reason, and wasmlet_admission_monitored_denials_total.
+func (e *Extension) reportMonitored(pod *v1.Pod, a answer) {
+	reason := a.resp.Reason
+	if reason == "" {
+		reason = "Rejected" // as the chain names a denial without a reason
+	}
+	e.monitored.WithLabelValues(a.p.Name(), reason).Inc()
+	e.log.Warn("admission plugin in monitor mode denied a pod; admitted", "plugin", a.p.Name(), "version", a.p.Manifest().Version, "pod", podspec.Name(pod), "reason", reason, "message", a.resp.Message)
+	if e.cfg.Recorder != nil {
+		e.cfg.Recorder.Event(pod, v1.EventTypeWarning, MonitoredDenialReason,
+			fmt.Sprintf("admission plugin %s (mode monitor) would deny the pod: %s: %s", a.p.Name(), reason, a.resp.Message))
+	}
 }
 
 // encoder encodes admission requests, keeping the JSON of the pods already

@@ -23,6 +23,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/config"
@@ -57,12 +58,23 @@ type Config struct {
 	// latency becomes the slowest plugin's on idle cores, at the price of
 	// CPU (the calls after a denial are wasted, and scheduling costs).
 	ParallelAdmission bool
-	// Logger receives one line per failed call, ignored failure and poll
-	// error; nil discards.
+	// Recorder records the Warning event (reason MonitoredDenial) a
+	// monitoring admission plugin's denial leaves on the pod; nil records
+	// none (the log line and the metric remain).
+	Recorder Recorder
+	// Logger receives one line per failed call, ignored failure, monitored
+	// denial and poll error; nil discards.
 	Logger hclog.Logger
-	// Registerer receives wasmlet_plugin_failures_total and the p50/p99
-	// gauges; nil registers nothing.
+	// Registerer receives wasmlet_plugin_failures_total,
+	// wasmlet_admission_monitored_denials_total and the p50/p99 gauges;
+	// nil registers nothing.
 	Registerer prometheus.Registerer
+}
+
+// Recorder records Kubernetes Events about pods.
+type Recorder interface {
+	// Event records an event of eventType about pod.
+	Event(pod *v1.Pod, eventType, reason, message string)
 }
 
 // Extension is the glue between the plugin Manager and the agent. Create it
@@ -72,7 +84,9 @@ type Extension struct {
 	mgr      *pluginhost.Manager
 	log      hclog.Logger
 	failures *prometheus.CounterVec
-	encode   encoder
+	// monitored counts monitoring plugins' denials by plugin and reason.
+	monitored *prometheus.CounterVec
+	encode    encoder
 
 	mu      sync.Mutex
 	polling map[string]bool // source plugins with a poller
@@ -94,11 +108,15 @@ func New(cfg Config) (*Extension, error) {
 		cfg: cfg, mgr: cfg.Manager, log: cfg.Logger, polling: map[string]bool{}, changed: make(chan struct{}, 1),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "wasmlet_plugin_failures_total",
-			Help: "Failed plugin calls by plugin, kind and the policy applied (fail, ignore, keep: a source keeps its last good state).",
+			Help: "Failed plugin calls by plugin, kind and the policy applied (fail, ignore, keep: a source keeps its last good state, monitor: a monitoring admission plugin admits).",
 		}, []string{"plugin", "kind", "policy"}),
+		monitored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "wasmlet_admission_monitored_denials_total",
+			Help: "Denials by admission plugins in monitor mode (the pods were admitted), by plugin and the plugin's reason.",
+		}, []string{"plugin", "reason"}),
 	}
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{e.failures, &quantiles{m: cfg.Manager}} {
+		for _, c := range []prometheus.Collector{e.failures, e.monitored, &quantiles{m: cfg.Manager}} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("extension: register metrics: %w", err)
 			}
@@ -159,9 +177,14 @@ func (e *Extension) claim(name string) bool {
 
 // failed applies p's failure policy to a failed call of kind k and reports
 // whether the caller must fail (policy Fail). It logs and counts either way.
+// A plugin in monitor mode never fails its caller, whatever its policy.
 func (e *Extension) failed(p *pluginhost.Plugin, k abi.Kind, what string, err error) bool {
-	policy := p.Manifest().FailurePolicy
-	if policy == abi.FailurePolicyIgnore {
+	if monitoring(p) {
+		e.failures.WithLabelValues(p.Name(), string(k), "monitor").Inc()
+		e.log.Warn("plugin call failed; ignored (mode monitor)", "plugin", p.Name(), "kind", k, "call", what, "error", err)
+		return false
+	}
+	if p.Manifest().FailurePolicy == abi.FailurePolicyIgnore {
 		e.failures.WithLabelValues(p.Name(), string(k), "ignore").Inc()
 		e.log.Warn("plugin call failed; ignored (failurePolicy Ignore)", "plugin", p.Name(), "kind", k, "call", what, "error", err)
 		return false

@@ -26,13 +26,16 @@ type PluginStatus struct {
 	// plugin, a refused replacement while the previous version serves —
 	// else "ok".
 	LastLoad string `json:"lastLoad"`
-	// Version, Kinds, SHA256, FailurePolicy and Order are the serving
-	// version's.
+	// Version, Kinds, SHA256, FailurePolicy, Order and Mode are the
+	// serving version's.
 	Version       string            `json:"version,omitempty"`
 	Kinds         []abi.Kind        `json:"kinds,omitempty"`
 	SHA256        string            `json:"sha256,omitempty"`
 	FailurePolicy abi.FailurePolicy `json:"failurePolicy,omitempty"`
 	Order         int               `json:"order"`
+	// Mode is the serving version's mode: enforce, or monitor (an
+	// admission plugin whose denials admit and are reported).
+	Mode abi.Mode `json:"mode,omitempty"`
 	// LoadedAt is when the serving version was loaded.
 	LoadedAt *time.Time `json:"loadedAt,omitempty"`
 	// Calls, Errors and Timeouts count the serving version's calls.
@@ -57,6 +60,10 @@ func (e *Extension) Status() []PluginStatus {
 		if in.State == pluginhost.StateLoaded {
 			t := in.LoadedAt
 			s.Version, s.Kinds, s.SHA256, s.FailurePolicy, s.Order, s.LoadedAt = in.Version, in.Kinds, in.SHA256, in.FailurePolicy, in.Order, &t
+			s.Mode = in.Mode
+			if s.Mode == "" { // a bare module's derived manifest
+				s.Mode = abi.ModeEnforce
+			}
 			s.Calls, s.Errors, s.Timeouts = in.Stats.Calls, in.Stats.Errors, in.Stats.Timeouts
 			if in.Stats.Calls > 0 {
 				s.P50, s.P99 = in.Stats.Quantile(0.5).String(), in.Stats.Quantile(0.99).String()
@@ -86,7 +93,7 @@ func (e *Extension) Handler() http.Handler {
 
 var (
 	descQuantile = prometheus.NewDesc("wasmlet_plugin_call_latency_seconds", "Plugin call latency quantiles (upper bounds of power-of-two buckets), as /plugins shows them.", []string{"plugin", "version", "quantile"}, nil)
-	descInfo     = prometheus.NewDesc("wasmlet_plugin_info", "One per plugin file: its state (loaded or failed), version, kinds and sha256.", []string{"file", "plugin", "state", "version", "kinds", "sha256"}, nil)
+	descInfo     = prometheus.NewDesc("wasmlet_plugin_info", "One per plugin file: its state (loaded or failed), version, kinds, sha256 and mode (enforce or monitor).", []string{"file", "plugin", "state", "version", "kinds", "sha256", "mode"}, nil)
 )
 
 // quantiles exports /plugins' p50/p99 and state as metrics (the Manager's
@@ -109,7 +116,7 @@ func (q *quantiles) Collect(ch chan<- prometheus.Metric) {
 			}
 			kinds += string(k)
 		}
-		ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, in.Path, in.Name, string(in.State), in.Version, kinds, in.SHA256)
+		ch <- prometheus.MustNewConstMetric(descInfo, prometheus.GaugeValue, 1, in.Path, in.Name, string(in.State), in.Version, kinds, in.SHA256, string(in.Mode))
 		if in.State != pluginhost.StateLoaded || in.Stats.Calls == 0 {
 			continue
 		}

@@ -38,14 +38,15 @@ type Info struct {
 	// Error is the last load error for this file (a refused replacement when
 	// State is loaded), empty when the last load succeeded.
 	Error string
-	// Name, Version, ABI, Kinds, Order and FailurePolicy come from the
-	// serving plugin's effective manifest (empty when failed).
+	// Name, Version, ABI, Kinds, Order, FailurePolicy and Mode come from
+	// the serving plugin's effective manifest (empty when failed).
 	Name          string
 	Version       string
 	ABI           abi.Version
 	Kinds         []abi.Kind
 	Order         int
 	FailurePolicy abi.FailurePolicy
+	Mode          abi.Mode
 	// SHA256 of the serving module.
 	SHA256 string
 	// Deadline is the deadline mechanism in force.
@@ -229,12 +230,17 @@ func (m *Manager) Scan(ctx context.Context) {
 var errNameUsed = errors.New("name already used")
 
 // Enforced describes the serving plugins, one "name@version(kinds, policy)
-// from file" per plugin sorted by name — what the agent enforces now.
+// from file" per plugin sorted by name — what the agent enforces now; a
+// plugin in monitor mode says so after its policy ("…, mode monitor").
 func (m *Manager) Enforced() string {
 	var out []string
 	for _, in := range m.Plugins() {
 		if in.State == StateLoaded {
-			out = append(out, fmt.Sprintf("%s@%s(%v, failurePolicy %s) from %s", in.Name, in.Version, in.Kinds, in.FailurePolicy, filepath.Base(in.Path)))
+			mode := ""
+			if in.Mode == abi.ModeMonitor {
+				mode = ", mode monitor"
+			}
+			out = append(out, fmt.Sprintf("%s@%s(%v, failurePolicy %s%s) from %s", in.Name, in.Version, in.Kinds, in.FailurePolicy, mode, filepath.Base(in.Path)))
 		}
 	}
 	sort.Strings(out)
@@ -442,7 +448,7 @@ func (m *Manager) Plugins() []Info {
 		if p := e.plugin; p != nil {
 			mf := p.Manifest()
 			in.State, in.Name, in.Version, in.ABI, in.Kinds = StateLoaded, mf.Name, mf.Version, mf.ABI, mf.Kinds
-			in.Order, in.FailurePolicy, in.SHA256, in.Deadline = mf.Order, mf.FailurePolicy, p.SHA256(), p.DeadlineMode()
+			in.Order, in.FailurePolicy, in.Mode, in.SHA256, in.Deadline = mf.Order, mf.FailurePolicy, mf.Mode, p.SHA256(), p.DeadlineMode()
 			in.LoadedAt, in.Stats = e.loadedAt, p.Stats()
 		}
 		out = append(out, in)
