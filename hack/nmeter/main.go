@@ -8,31 +8,52 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
 
 func main() {
-	delay := flag.Int("d", 1000, "milliseconds between lines (0: none)")
-	flag.Parse()
-	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: nmeter [-d MS] FORMAT")
+	delay, format, err := parseArgs(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nmeter:", err, "\nusage: nmeter [-d MS] FORMAT")
 		os.Exit(2)
 	}
-	format := flag.Arg(0)
 	w := bufio.NewWriter(os.Stdout)
 	for {
 		fmt.Fprintln(w, render(format, time.Now()))
 		if err := w.Flush(); err != nil {
 			return // the reader is gone (head -n1)
 		}
-		if *delay > 0 {
-			time.Sleep(time.Duration(*delay) * time.Millisecond)
+		if delay > 0 {
+			time.Sleep(time.Duration(delay) * time.Millisecond)
 		}
 	}
+}
+
+// parseArgs reads busybox's arguments: -d MS or -dMS (default 1000),
+// then the format.
+func parseArgs(args []string) (delay int, format string, err error) {
+	delay = 1000
+	for len(args) > 0 && strings.HasPrefix(args[0], "-d") {
+		v := strings.TrimPrefix(args[0], "-d")
+		args = args[1:]
+		if v == "" {
+			if len(args) == 0 {
+				return 0, "", fmt.Errorf("-d needs a value")
+			}
+			v, args = args[0], args[1:]
+		}
+		if delay, err = strconv.Atoi(v); err != nil || delay < 0 {
+			return 0, "", fmt.Errorf("-d %q is not a number of milliseconds", v)
+		}
+	}
+	if len(args) != 1 {
+		return 0, "", fmt.Errorf("want one format, got %q", args)
+	}
+	return delay, args[0], nil
 }
 
 // render expands format's %[N]t and %% at t.

@@ -19,3 +19,23 @@ func TestRender(t *testing.T) {
 		}
 	}
 }
+
+func TestParseArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		delay  int
+		format string
+		err    bool
+	}{
+		{[]string{"-d0", "%3t"}, 0, "%3t", false},
+		{[]string{"-d", "250", "%t"}, 250, "%t", false},
+		{[]string{"%t"}, 1000, "%t", false},
+		{[]string{"-dx", "%t"}, 0, "", true},
+		{[]string{"-d0"}, 0, "", true},
+	} {
+		d, f, err := parseArgs(tc.args)
+		if (err != nil) != tc.err || d != tc.delay || f != tc.format {
+			t.Errorf("parseArgs(%q) = %d, %q, %v", tc.args, d, f, err)
+		}
+	}
+}
