@@ -204,9 +204,48 @@ func (m *Manager) volumeMounts(pod *v1.Pod, c *v1.Container, env []podenv.EnvVar
 				prop = runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
 			}
 		}
-		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly || readOnly, Propagation: prop})
+		rro, err := m.recursiveReadOnly(pod, vm)
+		if err != nil {
+			return nil, fmt.Errorf("container %s: %w", c.Name, err)
+		}
+		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly || readOnly,
+			RecursiveReadOnly: rro, Propagation: prop})
 	}
 	return mounts, nil
+}
+
+// recursiveReadOnly resolves a mount's recursiveReadOnly as the kubelet
+// does: Disabled (or unset) is not; IfPossible is when the pod's runtime
+// handler supports it; Enabled is, or fails the container (its config
+// error keeps the pod Pending) when the handler does not. Either needs a
+// read-only mount without propagation. What a handler supports is what
+// the runtime's last Status said; none known counts as unsupported.
+func (m *Manager) recursiveReadOnly(pod *v1.Pod, vm v1.VolumeMount) (bool, error) {
+	if vm.RecursiveReadOnly == nil || *vm.RecursiveReadOnly == v1.RecursiveReadOnlyDisabled {
+		return false, nil
+	}
+	if !vm.ReadOnly {
+		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not read-only", vm.Name)
+	}
+	if vm.MountPropagation != nil && *vm.MountPropagation != v1.MountPropagationNone {
+		return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not compatible with propagation %q", vm.Name, *vm.MountPropagation)
+	}
+	supported := false
+	if handler, err := m.runtimeHandler(pod); err == nil {
+		if rro := m.rroHandlers.Load(); rro != nil {
+			supported = (*rro)[handler]
+		}
+	}
+	switch *vm.RecursiveReadOnly {
+	case v1.RecursiveReadOnlyIfPossible:
+		return supported, nil
+	case v1.RecursiveReadOnlyEnabled:
+		if !supported {
+			return false, fmt.Errorf("volume %q requested recursive read-only mode, but it is not supported by the runtime", vm.Name)
+		}
+		return true, nil
+	}
+	return false, fmt.Errorf("volume %q: unknown recursive read-only mode %q", vm.Name, *vm.RecursiveReadOnly)
 }
 
 // subPathTarget makes a missing subPath a directory with the volume

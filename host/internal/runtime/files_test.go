@@ -112,3 +112,46 @@ func TestSubPathTargetTakesTheVolumeMode(t *testing.T) {
 		t.Errorf("subPath mode %v, want the volume's %v", fi.Mode(), want)
 	}
 }
+
+func TestManager_recursiveReadOnly(t *testing.T) {
+	m, _ := newTestManager(t)
+	pod := testPod("u1", v1.RestartPolicyAlways, "app")
+	mode := func(mo v1.RecursiveReadOnlyMode) *v1.RecursiveReadOnlyMode { return &mo }
+	prop := v1.MountPropagationHostToContainer
+	for _, tc := range []struct {
+		name      string
+		supported *bool // nil: the runtime said nothing
+		vm        v1.VolumeMount
+		want      bool
+		err       string
+	}{
+		{name: "unset", vm: v1.VolumeMount{Name: "v", ReadOnly: true}},
+		{name: "disabled", vm: v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyDisabled)}},
+		{name: "if possible, supported", supported: ptr.To(true), vm: v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyIfPossible)}, want: true},
+		{name: "if possible, not supported", supported: ptr.To(false), vm: v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyIfPossible)}},
+		{name: "enabled, supported", supported: ptr.To(true), vm: v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)}, want: true},
+		{name: "enabled, unknown runtime", vm: v1.VolumeMount{Name: "v", ReadOnly: true, RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)},
+			err: `volume "v" requested recursive read-only mode, but it is not supported by the runtime`},
+		{name: "enabled, not read-only", supported: ptr.To(true), vm: v1.VolumeMount{Name: "v", RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)},
+			err: `volume "v" requested recursive read-only mode, but it is not read-only`},
+		{name: "enabled, propagation", supported: ptr.To(true), vm: v1.VolumeMount{Name: "v", ReadOnly: true, MountPropagation: &prop, RecursiveReadOnly: mode(v1.RecursiveReadOnlyEnabled)},
+			err: `volume "v" requested recursive read-only mode, but it is not compatible with propagation "HostToContainer"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m.rroHandlers.Store(nil)
+			if tc.supported != nil {
+				m.rroHandlers.Store(&map[string]bool{"": *tc.supported})
+			}
+			got, err := m.recursiveReadOnly(pod, tc.vm)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("got %v, %v; want error %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("got %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}

@@ -149,6 +149,10 @@ type Manager struct {
 
 	startedFn atomic.Pointer[func(c *v1.Container, containerID string) bool]
 
+	// rroHandlers are the runtime handlers that support recursive
+	// read-only mounts, from the runtime's last Status (Health).
+	rroHandlers atomic.Pointer[map[string]bool]
+
 	// lacks holds the stats calls the runtime answered Unimplemented:
 	// they are not asked again (the CRI client logs every failed call
 	// as an error) and the agent says so once.
@@ -261,7 +265,9 @@ func (m *Manager) Health(ctx context.Context) (Health, error) {
 		return Health{}, fmt.Errorf("runtime %s: status: %w", m.cfg.Endpoint, err)
 	}
 	var h Health
+	rro := map[string]bool{}
 	for _, rh := range st.GetRuntimeHandlers() {
+		rro[rh.Name] = rh.GetFeatures().GetRecursiveReadOnlyMounts()
 		h.Handlers = append(h.Handlers, v1.NodeRuntimeHandler{Name: rh.Name, Features: &v1.NodeRuntimeHandlerFeatures{
 			RecursiveReadOnlyMounts: ptr.To(rh.GetFeatures().GetRecursiveReadOnlyMounts()),
 			UserNamespaces:          ptr.To(rh.GetFeatures().GetUserNamespaces()),
@@ -278,6 +284,7 @@ func (m *Manager) Health(ctx context.Context) (Health, error) {
 			h.Message += c.Type + ": " + c.Message + "; "
 		}
 	}
+	m.rroHandlers.Store(&rro)
 	return h, nil
 }
 
