@@ -26,11 +26,12 @@ const (
 
 // Builtins returns the built-in admitters in the kubelet's order: the
 // pod's OS, max pods, resource fit, host ports, sysctls (the safe ones and
-// no unsafe one), then the refusal of user namespaces. maxPods <= 0 takes the limit from the node's allocatable
+// no unsafe one), the refusal of user namespaces, then AppArmor (the host
+// checked once). maxPods <= 0 takes the limit from the node's allocatable
 // "pods".
 func Builtins(maxPods int) []Admitter {
 	safe, _ := Sysctls(nil) // no pattern to refuse
-	return []Admitter{PodOS(), MaxPods(maxPods), ResourceFit(), HostPorts(), safe, HostUsers()}
+	return []Admitter{PodOS(), MaxPods(maxPods), ResourceFit(), HostPorts(), safe, HostUsers(), AppArmor(HostAppArmor)}
 }
 
 // MaxPods rejects a pod when the node already runs limit pods (reason
