@@ -64,6 +64,8 @@ type Pods interface {
 type Volumes interface {
 	// Mount sets up every volume of the pod, or brings it up to date.
 	Mount(ctx context.Context, pod *v1.Pod) error
+	// Unmount tears down the volumes of a pod whose containers are gone.
+	Unmount(pod *v1.Pod) error
 }
 
 // Probes runs the containers' probes (prober.Manager).
@@ -179,9 +181,15 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 	s.cfg.Statuses.SetPodStatus(p, api)
 	defer func() { s.cfg.Records.Synced(p.UID, time.Now()) }()
 	if api.Phase == v1.PodSucceeded || api.Phase == v1.PodFailed {
-		// A pod in a terminal phase only gets its remains stopped.
+		// A pod in a terminal phase only gets its remains stopped, and
+		// then its volumes torn down, as the kubelet's.
 		if rs.Running() {
-			return s.cfg.Runtime.KillPod(ctx, p, rs, nil)
+			if err := s.cfg.Runtime.KillPod(ctx, p, rs, nil); err != nil {
+				return err
+			}
+		}
+		if s.cfg.Volumes != nil {
+			return s.cfg.Volumes.Unmount(p)
 		}
 		return nil
 	}
@@ -285,6 +293,13 @@ func (s *Syncer) terminate(ctx context.Context, p *v1.Pod, grace time.Duration, 
 	}
 	if err := s.cfg.Runtime.KillPod(ctx, p, rs, override); err != nil {
 		return fmt.Errorf("kill pod %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	// Its containers gone, the pod's volumes go too, as the kubelet
+	// unmounts a terminated pod's (a memory-backed emptyDir frees its RAM).
+	if s.cfg.Volumes != nil {
+		if err := s.cfg.Volumes.Unmount(p); err != nil {
+			return err
+		}
 	}
 	if _, ok := s.cfg.Pods.PodByUID(p.UID); ok {
 		if fresh, ok := s.readBack(ctx, p); ok {

@@ -142,6 +142,30 @@ func (m *Manager) Mount(ctx context.Context, pod *v1.Pod) error {
 	return errors.Join(errs...)
 }
 
+// Unmount tears down the volumes of a pod that has terminated, as the
+// kubelet's volume manager does once a pod's containers are gone: tmpfs
+// mounts under <RootDir>/pods/<uid>/volumes are unmounted and the
+// directory removed (an emptyDir's data with it); the pod's API data is no
+// longer refreshed. A pod run again is mounted afresh by Mount.
+func (m *Manager) Unmount(pod *v1.Pod) error {
+	m.mu.Lock()
+	pv := m.pods[pod.UID]
+	delete(m.pods, pod.UID)
+	m.mu.Unlock()
+	if pv != nil {
+		pv.mu.Lock() // a refresh in flight finishes first
+		pv.mu.Unlock()
+	}
+	dir := filepath.Join(m.cfg.RootDir, "pods", string(pod.UID), "volumes")
+	if err := UnmountUnder(dir); err != nil {
+		return fmt.Errorf("unmount the volumes of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove the volumes of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
 // Path is the host path backing the pod's volume name, and whether the
 // kubelet mounts that kind of volume read-only (the API-data volumes).
 func (m *Manager) Path(pod *v1.Pod, name string) (path string, readOnly bool, err error) {

@@ -267,3 +267,45 @@ func TestMount_MemoryEmptyDir(t *testing.T) {
 		t.Errorf("pod directory not removable after UnmountUnder: %v", err)
 	}
 }
+
+// Unmount tears a terminated pod's volumes down: its tmpfs is unmounted
+// and its volume directories are gone; a second call is harmless, and
+// Mount sets them up afresh.
+func TestManager_Unmount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	m := newManager(t, newFake())
+	p := testPod(
+		v1.Volume{Name: "mem", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}},
+		v1.Volume{Name: "disk", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}},
+	)
+	if err := m.Mount(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	mem, _, _ := m.Path(p, "mem")
+	t.Cleanup(func() { UnmountUnder(mem) })
+	disk, _, _ := m.Path(p, "disk")
+	if err := os.WriteFile(filepath.Join(disk, "data"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if err := m.Unmount(p); err != nil {
+			t.Fatalf("Unmount #%d: %v", i+1, err)
+		}
+	}
+	if ok, _ := isMountPoint(mem); ok {
+		t.Error("the memory-backed emptyDir is still mounted")
+	}
+	for _, d := range []string{mem, disk} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", d, err)
+		}
+	}
+	if err := m.Mount(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := isMountPoint(mem); err != nil || !ok {
+		t.Errorf("mounted again: %v, %v; want a tmpfs", ok, err)
+	}
+}
