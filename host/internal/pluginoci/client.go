@@ -134,6 +134,10 @@ func explain(err error) error {
 	if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
 		return fmt.Errorf("%w (HTTP %d; credentials come from ~/.docker/config.json or --registry-config): %w", ErrUnauthorized, te.StatusCode, err)
 	}
+	var ua x509.UnknownAuthorityError
+	if errors.As(err, &ua) {
+		return fmt.Errorf("the registry's certificate is not signed by a trusted CA (--registry-ca FILE trusts a private one): %w", err)
+	}
 	return err
 }
 
