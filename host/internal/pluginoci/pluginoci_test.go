@@ -165,7 +165,7 @@ func pushRaw(t *testing.T, ref string, p *Plugin, edit func(m *v1.Manifest, cfg 
 	}
 }
 
-func descriptorOf(b []byte, mt, title string) v1.Descriptor {
+func descriptorOf(b []byte, title string) v1.Descriptor {
 	d, _, _ := v1.SHA256(bytes.NewReader(b))
 	return v1.Descriptor{MediaType: "application/octet-stream", Size: int64(len(b)), Digest: d, Annotations: map[string]string{AnnotationTitle: title}}
 }
@@ -212,7 +212,7 @@ func TestClient_Pull_badArtifacts(t *testing.T) {
 			delete(m.Layers[1].Annotations, AnnotationTitle)
 		}, wantErr: ErrUnsafeName, wantMsg: "empty file name"},
 		{name: "module-not-wasm", extra: [][]byte{[]byte("#!/bin/sh\n")}, edit: func(m *v1.Manifest, cfg *WasmConfig) {
-			d := descriptorOf([]byte("#!/bin/sh\n"), "", "demo.wasm")
+			d := descriptorOf([]byte("#!/bin/sh\n"), "demo.wasm")
 			m.Layers[0].Digest, m.Layers[0].Size = d.Digest, d.Size
 			cfg.LayerDigests = nil
 		}, wantErr: ErrNotPlugin, wantMsg: "not WebAssembly"},
