@@ -9,11 +9,15 @@
 #      bin/wasmlet against it;
 #   3. runs the suite against the embedded WASI runtime (a standalone
 #      `wasmlet runtime` with testbox.wasm imported as the same image name);
+#   before those, plugins in a registry (cmd/wasmlet/e2eregistry: push, pull,
+#   credentials) against a private docker-registry with TLS and htpasswd
+#   (hack/registry/up.sh), seconds;
 #   4. tears everything down from a trap (agents, pods via CRI, containerd,
 #      mounts, the CNI bridge), so a failing test leaves the machine clean.
 # Steps 1, 2 and 4 are shared with hack/e2e-apiserver.sh (hack/lib/e2e.sh).
 #
-# Environment: E2E_RUNTIMES (default "containerd embedded"), E2E_RUN (a -run
+# Environment: E2E_RUNTIMES (default "containerd embedded"), E2E_REGISTRY=0
+# skips the registry suite, E2E_RUN (a -run
 # pattern), E2E_TIMEOUT (default 30m), E2E_AGENT_FLAGS and E2E_AGENT_ENV (extra
 # flags and environment for every `wasmlet run`), KEEP_BASE=1 keeps logs.
 # Assumes hack/install-deps.sh ran (the Makefile's test and e2e targets do it).
@@ -34,6 +38,26 @@ if [ ! -d build/plugins ]; then
 fi
 e2e_tools
 go test -c -tags e2e -o "$out/bin/e2e.test" ./cmd/wasmlet/e2e
+go test -c -tags e2e -o "$out/bin/e2eregistry.test" ./cmd/wasmlet/e2eregistry
+
+# The registry the suite started, also when the suite was killed.
+e2e_cleanup_more() {
+  if [ -f "$base/registry/env" ]; then
+    hack/registry/down.sh "$base/registry"
+  fi
+}
+
+if [ "${E2E_REGISTRY:-1}" != 0 ]; then
+  log "plugins in a registry (hack/registry/up.sh)"
+  if hack/registry/up.sh "$base/registry" >/dev/null; then
+    (cd cmd/wasmlet/e2eregistry && "$out/bin/e2eregistry.test" -test.v -test.count=1 \
+      -test.timeout "${E2E_TIMEOUT:-30m}" ${E2E_RUN:+-test.run "$E2E_RUN"} \
+      -registry-env "$base/registry/env" -wasmlet "$repo/bin/wasmlet" -repo "$repo") || status=1
+    hack/registry/down.sh "$base/registry"
+  else
+    status=1
+  fi
+fi
 
 log "building images"
 e2e_images busybox

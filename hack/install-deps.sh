@@ -4,7 +4,9 @@
 set -euo pipefail
 # curl, openssl and iproute2: the control plane scripts (PKI, health checks) and
 # the conformance node (its IP; the agnhost image carries the host's curl).
-pkgs=(clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32 wabt containerd runc containernetworking-plugins etcd-server curl openssl iproute2 hostname)
+# docker-registry and apache2-utils (htpasswd): the private registry of the
+# plugin registry tests (hack/registry/up.sh).
+pkgs=(clang-14 lld-14 wasi-libc libclang-rt-14-dev-wasm32 wabt containerd runc containernetworking-plugins etcd-server curl openssl iproute2 hostname docker-registry apache2-utils)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -27,7 +27,7 @@ import (
 
 func init() {
 	register("plugin", command{
-		summary: "plugin tools: plugin inspect FILE.wasm | plugin test [--wasm FILE.wasm] DIR",
+		summary: "plugin tools: plugin inspect FILE.wasm | plugin test [--wasm FILE.wasm] DIR | plugin push DIR REF | plugin pull REF DIR",
 		run:     runPlugin,
 	})
 }
@@ -41,7 +41,15 @@ func runPlugin(args []string, stdout, stderr io.Writer) int {
   wasmlet plugin test [--wasm FILE.wasm] DIR
       run the admission cases DIR/tests/*.yaml against the plugin whose
       manifest template is DIR/plugin.yaml; one PASS/FAIL line per case,
-      exit status 1 if any case fails.`)
+      exit status 1 if any case fails.
+  wasmlet plugin push [--tests DIR] [--author NAME] [--registry-config FILE]
+                      [--registry-ca FILE] DIR|FILE.plugin.yaml REF
+      put the plugin (its manifest, the module it names, tests/*.yaml)
+      into a registry as one Wasm OCI artifact; DIR holds one manifest.
+  wasmlet plugin pull [--registry-config FILE] [--registry-ca FILE] REF DIR
+      bring a pushed plugin back into DIR, the same files byte for byte.
+  Credentials come from ~/.docker/config.json or --registry-config; plain
+  HTTP is used only for registries on loopback.`)
 		return exitError
 	}
 	if len(args) == 0 {
@@ -59,6 +67,10 @@ func runPlugin(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "test":
 		return pluginTest(args[1:], stdout, stderr)
+	case "push":
+		return pluginPush(args[1:], stdout, stderr)
+	case "pull":
+		return pluginPull(args[1:], stdout, stderr)
 	}
 	return usage()
 }
