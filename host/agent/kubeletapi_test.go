@@ -1,12 +1,19 @@
 package agent
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/wasmlet/wasmlet/host/apis/config/v1alpha1"
+	"github.com/wasmlet/wasmlet/host/internal/container"
+	"github.com/wasmlet/wasmlet/host/internal/stats"
 )
 
 // TestAgent_configz: /configz holds the agent's settings under the
@@ -46,5 +53,37 @@ func TestAgent_configz(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
 		}
+	}
+}
+
+// noStats is a runtime with no sandboxes and no containers.
+type noStats struct{}
+
+func (noStats) Stats(context.Context) (*container.RuntimeStats, error) {
+	return &container.RuntimeStats{}, nil
+}
+func (noStats) SandboxPID(context.Context, string) (int, error) { return 0, nil }
+
+// TestAgent_readOnlyHandlers: the read-only port's /stats/summary is the
+// stats provider's summary, and 503 while the agent's parts are not built.
+func TestAgent_readOnlyHandlers(t *testing.T) {
+	a := &Agent{stats: stats.New(stats.Config{NodeName: "n1", Runtime: noStats{}, RootDir: t.TempDir()})}
+	summary := a.readOnlyHandlers()["/stats/summary"]
+	if summary == nil {
+		t.Fatal("no /stats/summary on the read-only port")
+	}
+	get := func() *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		summary.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/stats/summary", nil))
+		return w
+	}
+	if w := get(); w.Code != http.StatusServiceUnavailable {
+		t.Errorf("before the parts are built: %d %s, want 503", w.Code, w.Body)
+	}
+	a.built.Store(true)
+	w := get()
+	var s statsapi.Summary
+	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &s) != nil || s.Node.NodeName != "n1" {
+		t.Errorf("built: %d %s, want the node's summary", w.Code, w.Body)
 	}
 }
