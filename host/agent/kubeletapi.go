@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+	"k8s.io/utils/ptr"
 
 	"github.com/wasmlet/wasmlet/host/internal/certificate"
 	"github.com/wasmlet/wasmlet/host/internal/container"
@@ -104,27 +106,13 @@ func (a *Agent) runningPods(ctx context.Context) ([]v1.Pod, error) {
 	return out, nil
 }
 
-// configz is the agent's configuration in the KubeletConfiguration's
-// field names, for /configz.
-func (a *Agent) configz() any {
-	c := a.cfg
-	authn, authz := c.Authentication, c.Authorization
-	return map[string]any{
-		"kind": "KubeletConfiguration", "apiVersion": "kubelet.config.k8s.io/v1beta1",
-		"staticPodPath": c.StaticPodPath, "fileCheckFrequency": c.FileCheckFrequency.Duration.String(),
-		"clusterDomain": c.ClusterDomain, "containerRuntimeEndpoint": c.ContainerRuntimeEndpoint,
-		"imageServiceEndpoint": c.ImageServiceEndpoint, "runtimeRequestTimeout": c.RuntimeRequestTimeout.Duration.String(),
-		"rootDir": c.RootDir, "podLogsDir": c.PodLogsDir, "syncFrequency": c.SyncFrequency.Duration.String(),
-		"housekeepingInterval": c.HousekeepingInterval.Duration.String(), "containerGCPeriod": c.ContainerGCPeriod.Duration.String(), "maxPods": c.MaxPods,
-		"volumeStatsAggPeriod": c.VolumeStatsAggPeriod.Duration.String(), "address": c.SecureAddress, "port": *c.Port, "readOnlyPort": *c.ReadOnlyPort,
-		"tlsCertFile": c.TLSCertFile, "tlsPrivateKeyFile": c.TLSPrivateKeyFile,
-		"rotateCertificates": *c.RotateCertificates, "serverTLSBootstrap": c.ServerTLSBootstrap,
-		"authentication": map[string]any{
-			"x509":      map[string]any{"clientCAFile": authn.X509.ClientCAFile},
-			"webhook":   map[string]any{"enabled": a.cluster != nil && *authn.Webhook.Enabled, "cacheTTL": authn.Webhook.CacheTTL.Duration.String()},
-			"anonymous": map[string]any{"enabled": *authn.Anonymous.Enabled},
-		},
-		"authorization": map[string]any{"mode": string(authz.Mode), "webhook": map[string]any{
-			"cacheAuthorizedTTL": authz.Webhook.CacheAuthorizedTTL.Duration.String(), "cacheUnauthorizedTTL": authz.Webhook.CacheUnauthorizedTTL.Duration.String()}},
-	}
+// configz is the agent's configuration as the kubelet's type, for
+// /configz: the settings both have (v1alpha1's KubeletConfiguration), and
+// what the agent made of them — the server is enabled, and TokenReview is
+// in use only on a node of a cluster.
+func (a *Agent) configz() *kubeletconfig.KubeletConfiguration {
+	k := a.cfg.KubeletConfiguration()
+	k.EnableServer = ptr.To(a.servesKubeletAPI())
+	k.Authentication.Webhook.Enabled = ptr.To(a.cluster != nil && *a.cfg.Authentication.Webhook.Enabled)
+	return k
 }

@@ -23,6 +23,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
 
@@ -299,8 +300,8 @@ func testKubectl(t *testing.T, a *agent) {
 }
 
 // testNodeEndpoints reads the node's other read endpoints through the API
-// server's node proxy: /pods and /runningpods hold pod, /configz the
-// KubeletConfiguration's shape, /metrics/resource the names metrics-server
+// server's node proxy: /pods and /runningpods hold pod, /configz a
+// KubeletConfiguration, /metrics/resource the names metrics-server
 // reads, /metrics/probes the prober's counter only.
 func testNodeEndpoints(t *testing.T, pod string) {
 	get := func(path string) string {
@@ -323,20 +324,19 @@ func testNodeEndpoints(t *testing.T, pod string) {
 			t.Errorf("%s: %d pods, none named %s", path, len(l.Items), pod)
 		}
 	}
+	// As the node conformance suite reads it: the kubelet's own type,
+	// here refusing a field that type has not.
 	var cz struct {
-		KubeletConfig struct {
-			Port           int `json:"port"`
-			Authentication struct {
-				Webhook struct{ Enabled bool } `json:"webhook"`
-			} `json:"authentication"`
-			Authorization struct{ Mode string } `json:"authorization"`
-		} `json:"kubeletconfig"`
+		KubeletConfig kubeletconfig.KubeletConfiguration `json:"kubeletconfig"`
 	}
-	if err := json.Unmarshal([]byte(get("/configz")), &cz); err != nil {
+	d := json.NewDecoder(strings.NewReader(get("/configz")))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&cz); err != nil {
 		t.Fatalf("/configz: %v", err)
 	}
-	if cz.KubeletConfig.Port == 0 || !cz.KubeletConfig.Authentication.Webhook.Enabled || cz.KubeletConfig.Authorization.Mode != "Webhook" {
-		t.Errorf("/configz: %+v; want the port, webhook authentication and authorization", cz.KubeletConfig)
+	k := cz.KubeletConfig
+	if k.Kind != "KubeletConfiguration" || k.Port == 0 || k.HealthzPort == nil || !ptr.Deref(k.Authentication.Webhook.Enabled, false) || k.Authorization.Mode != "Webhook" {
+		t.Errorf("/configz: %+v; want the kind, the ports, webhook authentication and authorization", k)
 	}
 	res := get("/metrics/resource")
 	for _, want := range []string{"node_cpu_usage_seconds_total ", "node_memory_working_set_bytes ",

@@ -11,6 +11,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 )
 
 // NodeEndpoints are the kubelet API's read endpoints about the node; a nil
@@ -22,9 +23,9 @@ type NodeEndpoints struct {
 	// containers' names (GET /runningpods/).
 	RunningPods func(ctx context.Context) ([]v1.Pod, error)
 	// Config is the agent's configuration as the kubelet's /configz
-	// shows it (a KubeletConfiguration-shaped value), served under
-	// "kubeletconfig".
-	Config func() any
+	// shows it, the kubelet's own type, served under "kubeletconfig"
+	// (GET /configz).
+	Config func() *kubeletconfig.KubeletConfiguration
 	// Gatherer serves GET /metrics and, with the prober's metrics only,
 	// GET /metrics/probes.
 	Gatherer prometheus.Gatherer
@@ -32,6 +33,12 @@ type NodeEndpoints struct {
 	Summary http.Handler
 	// ResourceMetrics serves GET /metrics/resource.
 	ResourceMetrics http.Handler
+}
+
+// configz is /configz's body, as the kubelet's component-base configz
+// writes it: {"kubeletconfig": {…}}.
+type configz struct {
+	KubeletConfig *kubeletconfig.KubeletConfiguration `json:"kubeletconfig"`
 }
 
 // probeMetricPrefix names the prober's metrics (prober_probe_total), those
@@ -60,7 +67,7 @@ func RegisterNodeEndpoints(s *Server, e NodeEndpoints) {
 	}
 	if e.Config != nil {
 		s.Handle("GET /configz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			writeJSON(w, map[string]any{"kubeletconfig": e.Config()})
+			writeJSON(w, configz{e.Config()})
 		}))
 	}
 	if e.Gatherer != nil {

@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 )
 
 // startNodeServer runs a server with e's endpoints; "admin" may do
@@ -65,7 +66,7 @@ func TestNodeEndpoints(t *testing.T) {
 			}
 			return []v1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "running"}}}, nil
 		},
-		Config:          func() any { return map[string]any{"port": 10250} },
+		Config:          func() *kubeletconfig.KubeletConfiguration { return &kubeletconfig.KubeletConfiguration{Port: 10250} },
 		Gatherer:        reg,
 		Summary:         http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte(`{"node":{}}`)) }),
 		ResourceMetrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("resource_scrape_error 0\n")) }),
@@ -79,8 +80,11 @@ func TestNodeEndpoints(t *testing.T) {
 			t.Errorf("%s: %d %s; want a PodList of %s", path, code, body, name)
 		}
 	}
-	if code, body := get(t, admin, base+"/configz"); code != 200 || body != `{"kubeletconfig":{"port":10250}}` {
-		t.Errorf("/configz: %d %s", code, body)
+	var cz struct {
+		KubeletConfig kubeletconfig.KubeletConfiguration `json:"kubeletconfig"`
+	}
+	if code, body := get(t, admin, base+"/configz"); code != 200 || json.Unmarshal([]byte(body), &cz) != nil || cz.KubeletConfig.Port != 10250 {
+		t.Errorf("/configz: %d %s; want the configuration under kubeletconfig", code, body)
 	}
 	if code, body := get(t, admin, base+"/metrics"); code != 200 || !strings.Contains(body, "wasmlet_other_total 1") || !strings.Contains(body, `prober_probe_total{pod="web"} 3`) {
 		t.Errorf("/metrics: %d %s; want every metric", code, body)
