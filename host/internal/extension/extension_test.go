@@ -129,7 +129,7 @@ func testAdmitters(t *testing.T, parallel bool) {
 	// The chain counts each plugin as an admitter of its own, up to the
 	// first that does not admit, as it counts the built-ins.
 	want := map[string]float64{
-		"PodOS/admit": 2, "MaxPods/admit": 2, "Sysctls/admit": 2, "ResourceFit/admit": 2, "HostPorts/admit": 2, "HostUsers/admit": 2,
+		"PodOS/admit": 2, "MaxPods/admit": 2, "Sysctls/admit": 2, "ResourceFit/admit": 2, "HostPorts/admit": 2, "HostUsers/admit": 2, "AppArmor/admit": 2,
 		"bang/reject": 1, "bang/admit": 1, "trap-ignored/admit": 1, "spin-fails/error": 1,
 	}
 	if got := results(t, reg); fmt.Sprint(got) != fmt.Sprint(want) {
