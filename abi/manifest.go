@@ -67,6 +67,41 @@ type Manifest struct {
 	// monitoring plugin's denials and failures admit the pod and are
 	// reported. It applies to the whole module, every policy of a bundle.
 	Mode Mode `json:"mode,omitempty"`
+	// Image names the plugin in an OCI registry (REGISTRY/REPO:TAG or
+	// REGISTRY/REPO@sha256:…) instead of a .wasm beside the manifest: the
+	// host pulls it, verifies it against Verification (and the node's
+	// policy), caches it by digest and loads the module and manifest the
+	// artifact carries.
+	Image string `json:"image,omitempty"`
+	// Verification lists the signatures a plugin pulled from a registry
+	// must carry. Empty means none beyond what the node's policy asks.
+	Verification *Verification `json:"verification,omitempty"`
+}
+
+// Verification says whose signature a plugin artifact must carry: it is
+// accepted when one of its cosign signatures verifies against one of Keys
+// or one of Keyless.
+type Verification struct {
+	// Keys are cosign public keys: PEM files (relative to the manifest) or
+	// inline PEM text.
+	Keys []string `json:"keys,omitempty"`
+	// Keyless are the Fulcio certificate identities accepted for a keyless
+	// signature, checked against TrustedRoot.
+	Keyless []KeylessIdentity `json:"keyless,omitempty"`
+	// TrustedRoot is a Sigstore trusted_root.json (Fulcio CAs, Rekor keys)
+	// for keyless signatures, relative to the manifest; it is read
+	// offline.
+	TrustedRoot string `json:"trustedRoot,omitempty"`
+}
+
+// KeylessIdentity is a signer's identity in a Fulcio certificate.
+type KeylessIdentity struct {
+	// Issuer is the OIDC issuer that vouched for the signer, exactly.
+	Issuer string `json:"issuer"`
+	// Subject is the certificate's subject (an e-mail or URI), exactly.
+	Subject string `json:"subject,omitempty"`
+	// SubjectRegExp matches the subject when Subject is empty.
+	SubjectRegExp string `json:"subjectRegExp,omitempty"`
 }
 
 // Permissions is the sandbox a plugin runs in.
