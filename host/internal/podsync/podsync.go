@@ -303,7 +303,10 @@ func (s *Syncer) terminate(ctx context.Context, p *v1.Pod, grace time.Duration, 
 	}
 	if _, ok := s.cfg.Pods.PodByUID(p.UID); ok {
 		if fresh, ok := s.readBack(ctx, p); ok {
-			s.cfg.Statuses.SetPodStatus(p, s.generate(p, fresh, s.previous(p.UID)))
+			// The pod is stopped for good: its final status is terminal
+			// (a static pod's is left to its restart policy, as the
+			// kubelet leaves it).
+			s.cfg.Statuses.SetPodStatus(p, s.generateWith(p, fresh, s.previous(p.UID), !config.IsStatic(p)))
 		}
 	}
 	return nil
@@ -333,7 +336,13 @@ func (s *Syncer) readBack(ctx context.Context, p *v1.Pod) (*container.PodStatus,
 }
 
 func (s *Syncer) generate(p *v1.Pod, rs *container.PodStatus, prev *v1.PodStatus) v1.PodStatus {
-	in := status.Input{Pod: p, Runtime: rs, Previous: prev, RuntimeName: s.cfg.Runtime.Name(), HostIPs: s.cfg.HostIPs, Waiting: s.cfg.Runtime.WaitingReason}
+	return s.generateWith(p, rs, prev, false)
+}
+
+// generateWith is generate for a pod the workers stopped for good when
+// terminal is true (status.Input.Terminal).
+func (s *Syncer) generateWith(p *v1.Pod, rs *container.PodStatus, prev *v1.PodStatus, terminal bool) v1.PodStatus {
+	in := status.Input{Pod: p, Runtime: rs, Previous: prev, RuntimeName: s.cfg.Runtime.Name(), HostIPs: s.cfg.HostIPs, Waiting: s.cfg.Runtime.WaitingReason, Terminal: terminal}
 	if s.cfg.Probes != nil {
 		in.Probes = s.cfg.Probes
 	}
