@@ -119,6 +119,14 @@ func ParseReference(s string) (name.Reference, error) {
 	return ref, nil
 }
 
+// RemoteOptions are the go-containerregistry options the client reaches a
+// registry with — its keychain, its transport (with the loopback-only rule
+// for plain HTTP and the CA file) and its user agent — for packages that
+// read or write other objects in the same registry, such as signatures.
+func (c *Client) RemoteOptions(ctx context.Context) []remote.Option {
+	return c.options(ctx)
+}
+
 func (c *Client) options(ctx context.Context) []remote.Option {
 	return []remote.Option{
 		remote.WithContext(ctx),
@@ -126,6 +134,13 @@ func (c *Client) options(ctx context.Context) []remote.Option {
 		remote.WithTransport(c.transport),
 		remote.WithUserAgent(c.userAgent),
 	}
+}
+
+// Explain adds what a registry's refusal means to err: ErrUnauthorized for
+// a 401 or 403, a hint at --registry-ca for an unknown certificate
+// authority.
+func Explain(err error) error {
+	return explain(err)
 }
 
 // explain adds what a registry's refusal means to err.
