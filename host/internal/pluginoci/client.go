@@ -260,3 +260,20 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Plugin, v1.Hash, error)
 	}
 	return p, desc.Digest, nil
 }
+
+// Resolve returns ref (a tag or a digest reference) as a digest reference,
+// asking the registry for a tag's current manifest digest.
+func (c *Client) Resolve(ctx context.Context, ref string) (name.Digest, error) {
+	r, err := ParseReference(ref)
+	if err != nil {
+		return name.Digest{}, err
+	}
+	if d, ok := r.(name.Digest); ok {
+		return d, nil
+	}
+	desc, err := remote.Head(r, c.options(ctx)...)
+	if err != nil {
+		return name.Digest{}, fmt.Errorf("resolve %s: %w", ref, explain(err))
+	}
+	return r.Context().Digest(desc.Digest.String()), nil
+}
