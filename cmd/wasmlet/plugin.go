@@ -27,7 +27,7 @@ import (
 
 func init() {
 	register("plugin", command{
-		summary: "plugin tools: plugin inspect FILE.wasm | plugin test [--wasm FILE.wasm] DIR | plugin push DIR REF | plugin pull REF DIR",
+		summary: "plugin tools: plugin inspect FILE.wasm | plugin test [--wasm FILE.wasm] DIR | plugin push DIR REF | plugin pull REF DIR | plugin sign --key K REF | plugin verify --key P REF",
 		run:     runPlugin,
 	})
 }
@@ -48,6 +48,20 @@ func runPlugin(args []string, stdout, stderr io.Writer) int {
       into a registry as one Wasm OCI artifact; DIR holds one manifest.
   wasmlet plugin pull [--registry-config FILE] [--registry-ca FILE] REF DIR
       bring a pushed plugin back into DIR, the same files byte for byte.
+  wasmlet plugin sign --key cosign.key [--password-file FILE]
+                      [--registry-config FILE] [--registry-ca FILE] REF
+      sign the artifact REF (a tag is resolved to its digest) as
+      cosign sign --key does: the signature goes to the tag sha256-HEX.sig
+      beside it, where cosign verify finds it. The key's password comes
+      from $COSIGN_PASSWORD or the first line of --password-file.
+  wasmlet plugin verify [--key cosign.pub] [--certificate-identity ID
+                        --certificate-oidc-issuer URL --trusted-root FILE]
+                        [--registry-config FILE] [--registry-ca FILE] REF
+      check that one of REF's cosign signatures is over its digest and
+      verifies against the key, or (keyless) carries a Fulcio certificate
+      for that identity chaining to the trusted root (a Sigstore
+      trusted_root.json) with a Rekor entry signed by one of its logs.
+      Prints the digest verified; exit status 1 if none passes.
   Credentials come from ~/.docker/config.json or --registry-config; plain
   HTTP is used only for registries on loopback.`)
 		return exitError
@@ -71,6 +85,10 @@ func runPlugin(args []string, stdout, stderr io.Writer) int {
 		return pluginPush(args[1:], stdout, stderr)
 	case "pull":
 		return pluginPull(args[1:], stdout, stderr)
+	case "sign":
+		return pluginSign(args[1:], stdout, stderr)
+	case "verify":
+		return pluginVerify(args[1:], stdout, stderr)
 	}
 	return usage()
 }
