@@ -170,6 +170,26 @@ func (c *Client) Push(ctx context.Context, ref string, p *Plugin, meta Meta) (v1
 	return d, nil
 }
 
+// Resolve returns the digest of the manifest ref names now, by a HEAD
+// request (go-containerregistry falls back to GET when the registry
+// answers none), and checks that it is an OCI image manifest. Nothing else
+// is read.
+func (c *Client) Resolve(ctx context.Context, ref string) (v1.Hash, error) {
+	fail := func(err error) (v1.Hash, error) { return v1.Hash{}, fmt.Errorf("resolve %s: %w", ref, err) }
+	r, err := ParseReference(ref)
+	if err != nil {
+		return fail(err)
+	}
+	desc, err := remote.Head(r, c.options(ctx)...)
+	if err != nil {
+		return fail(explain(err))
+	}
+	if desc.MediaType != types.OCIManifestSchema1 {
+		return fail(fmt.Errorf("%w: %s is a %q, want an OCI image manifest (%s)", ErrNotPlugin, desc.Digest, desc.MediaType, types.OCIManifestSchema1))
+	}
+	return desc.Digest, nil
+}
+
 // Pull reads the plugin at ref: the manifest, config and layers checked
 // against the layout and the limits, each blob against its digest, the
 // plugin against what the agent loads. It returns the plugin and the
