@@ -105,6 +105,96 @@ func TestManifest_Validate(t *testing.T) {
 	}
 }
 
+func TestManifest_Validate_reference(t *testing.T) {
+	valid := func() Manifest {
+		return Manifest{Name: "image-allowlist", Image: "registry.example:5000/policies/image-allowlist:v1"}
+	}
+	digest := "@sha256:" + strings.Repeat("ab", 32)
+	tests := []struct {
+		name   string
+		mutate func(*Manifest)
+		errSub string // empty: valid
+	}{
+		{"tag", func(*Manifest) {}, ""},
+		{"digest", func(m *Manifest) { m.Image = "registry.example/policies/image-allowlist" + digest }, ""},
+		{"tag and digest", func(m *Manifest) { m.Image += digest }, ""},
+		{"grant and node settings", func(m *Manifest) {
+			m.Permissions = Permissions{AllowedHosts: []string{"api.example.com"}, MemoryPages: 64, Timeout: Duration{time.Second}}
+			m.Config, m.Order, m.FailurePolicy, m.Mode = map[string]string{"k": "v"}, 3, FailurePolicyIgnore, ModeMonitor
+		}, ""},
+		{"keys", func(m *Manifest) { m.Verification = &Verification{Keys: []string{"cosign.pub"}} }, ""},
+		{"keyless", func(m *Manifest) {
+			m.Verification = &Verification{TrustedRoot: "root.json", Keyless: []KeylessIdentity{{Issuer: "https://issuer", SubjectRegExp: "^ci@"}}}
+		}, ""},
+		{"no tag", func(m *Manifest) { m.Image = "registry.example:5000/policies/image-allowlist" }, "image"},
+		{"no repository", func(m *Manifest) { m.Image = "image-allowlist:v1" }, "image"},
+		{"short digest", func(m *Manifest) { m.Image = "registry.example/p@sha256:abc" }, "image"},
+		{"space", func(m *Manifest) { m.Image = "registry.example/p:v 1" }, "image"},
+		{"wasm too", func(m *Manifest) { m.Wasm = "x.wasm" }, "wasm: a manifest with image"},
+		{"sha256 too", func(m *Manifest) { m.SHA256 = "ab" }, "sha256: a manifest with image"},
+		{"abi too", func(m *Manifest) { m.ABI = V1 }, "abi: a manifest with image"},
+		{"kinds too", func(m *Manifest) { m.Kinds = []Kind{KindAdmission} }, "kinds: a manifest with image"},
+		{"version too", func(m *Manifest) { m.Version = "1.0.0" }, "version: a manifest with image"},
+		{"bad failure policy", func(m *Manifest) { m.FailurePolicy = "Maybe" }, "failurePolicy"},
+		{"bad mode", func(m *Manifest) { m.Mode = "audit" }, "mode"},
+		{"negative timeout", func(m *Manifest) { m.Permissions.Timeout.Duration = -time.Second }, "permissions.timeout"},
+		{"keyless without issuer", func(m *Manifest) {
+			m.Verification = &Verification{TrustedRoot: "r.json", Keyless: []KeylessIdentity{{Subject: "a@b"}}}
+		}, "verification.keyless[0].issuer"},
+		{"keyless without subject", func(m *Manifest) {
+			m.Verification = &Verification{TrustedRoot: "r.json", Keyless: []KeylessIdentity{{Issuer: "https://i"}}}
+		}, "subject or subjectRegExp"},
+		{"keyless bad regexp", func(m *Manifest) {
+			m.Verification = &Verification{TrustedRoot: "r.json", Keyless: []KeylessIdentity{{Issuer: "https://i", SubjectRegExp: "("}}}
+		}, "subjectRegExp"},
+		{"keyless without trusted root", func(m *Manifest) {
+			m.Verification = &Verification{Keyless: []KeylessIdentity{{Issuer: "https://i", Subject: "a@b"}}}
+		}, "verification.trustedRoot"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := valid()
+			tt.mutate(&m)
+			err := m.Validate()
+			if tt.errSub == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				if m.Wasm != "" || m.FailurePolicy == "" || m.Mode == "" {
+					t.Fatalf("defaults: wasm %q (want none), failurePolicy %q, mode %q", m.Wasm, m.FailurePolicy, m.Mode)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.errSub) {
+				t.Fatalf("Validate() = %v, want an error mentioning %q", err, tt.errSub)
+			}
+		})
+	}
+	t.Run("verification without image", func(t *testing.T) {
+		m := Manifest{Name: "p", Version: "1", ABI: V1, Kinds: []Kind{KindAdmission}, SHA256: "ab", Verification: &Verification{Keys: []string{"k.pub"}}}
+		if err := m.Validate(); err == nil || !strings.Contains(err.Error(), "verification") {
+			t.Fatalf("Validate() = %v, want an error naming verification", err)
+		}
+	})
+}
+
+func TestVerification_Required(t *testing.T) {
+	for _, tt := range []struct {
+		v    *Verification
+		want bool
+	}{
+		{nil, false},
+		{&Verification{}, false},
+		{&Verification{TrustedRoot: "r.json"}, false},
+		{&Verification{Keys: []string{"k.pub"}}, true},
+		{&Verification{Keyless: []KeylessIdentity{{Issuer: "i", Subject: "s"}}}, true},
+	} {
+		if got := tt.v.Required(); got != tt.want {
+			t.Errorf("%+v.Required() = %v, want %v", tt.v, got, tt.want)
+		}
+	}
+}
+
 func TestManifest_HasKind(t *testing.T) {
 	m := Manifest{Kinds: []Kind{KindSource, KindHook}}
 	if !m.HasKind(KindHook) || m.HasKind(KindAdmission) {

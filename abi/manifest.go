@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 )
 
@@ -143,9 +144,23 @@ var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // Validate checks the manifest's own consistency (not the .wasm file) and
 // fills defaults. Errors name the offending field.
+//
+// A manifest that sets Image is a reference manifest: the artifact it names
+// carries the module and its own manifest (abi, kinds, version, sha256,
+// wasm, the permissions it asks for), so those fields are left out here
+// and wasm and image exclude each other; name, config, mode, failurePolicy
+// and order are the node's, and permissions is the grant the artifact's
+// request must stay within. The host validates the effective manifest (the
+// artifact's with the node's settings) again before loading it.
 func (m *Manifest) Validate() error {
 	if !nameRE.MatchString(m.Name) {
 		return fmt.Errorf("name %q: must be 1-63 lowercase letters, digits or dashes", m.Name)
+	}
+	if m.Image != "" {
+		return m.validateReference()
+	}
+	if m.Verification != nil {
+		return fmt.Errorf("verification: only a manifest with image (a plugin in a registry) is verified")
 	}
 	switch m.ABI {
 	case V1, Extism:
@@ -173,6 +188,12 @@ func (m *Manifest) Validate() error {
 	if m.SHA256 == "" {
 		return fmt.Errorf("sha256: missing")
 	}
+	return m.validateNodeSettings()
+}
+
+// validateNodeSettings checks and defaults the fields both manifest forms
+// share: failurePolicy, mode and permissions.
+func (m *Manifest) validateNodeSettings() error {
 	switch m.FailurePolicy {
 	case "":
 		m.FailurePolicy = FailurePolicyFail
@@ -197,6 +218,59 @@ func (m *Manifest) Validate() error {
 		return fmt.Errorf("permissions.timeout: must not be negative")
 	}
 	return nil
+}
+
+// imageRE is the shape of an image reference: a registry host, a
+// repository path, then a tag, a digest or both. The host parses it fully.
+var imageRE = regexp.MustCompile(`^[A-Za-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[0-9a-f]{64})?$`)
+
+// validateReference checks a reference manifest (Image set): the fields the
+// artifact supplies must be left out, the node's own settings are checked
+// as in any manifest. Mode monitor is checked against the kinds once the
+// artifact's manifest is known.
+func (m *Manifest) validateReference() error {
+	if !imageRE.MatchString(m.Image) || !strings.ContainsAny(m.Image[strings.LastIndex(m.Image, "/"):], ":@") {
+		return fmt.Errorf("image %q: want REGISTRY/REPOSITORY:TAG or REGISTRY/REPOSITORY@sha256:DIGEST", m.Image)
+	}
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{
+		{"wasm", m.Wasm != ""}, {"sha256", m.SHA256 != ""}, {"abi", m.ABI != ""},
+		{"kinds", len(m.Kinds) > 0}, {"version", m.Version != ""},
+	} {
+		if f.set {
+			return fmt.Errorf("%s: a manifest with image takes it from the artifact's own manifest; leave it out", f.field)
+		}
+	}
+	if v := m.Verification; v != nil {
+		for i, id := range v.Keyless {
+			if id.Issuer == "" {
+				return fmt.Errorf("verification.keyless[%d].issuer: missing", i)
+			}
+			if id.Subject == "" && id.SubjectRegExp == "" {
+				return fmt.Errorf("verification.keyless[%d]: subject or subjectRegExp is required", i)
+			}
+			if id.SubjectRegExp != "" {
+				if _, err := regexp.Compile(id.SubjectRegExp); err != nil {
+					return fmt.Errorf("verification.keyless[%d].subjectRegExp: %v", i, err)
+				}
+			}
+		}
+		if len(v.Keyless) > 0 && v.TrustedRoot == "" {
+			return fmt.Errorf("verification.trustedRoot: required with keyless identities")
+		}
+	}
+	return m.validateNodeSettings()
+}
+
+// Reference reports whether the manifest names its plugin by image (a
+// reference manifest) rather than by a module beside it.
+func (m *Manifest) Reference() bool { return m.Image != "" }
+
+// Required reports whether v asks for any signature at all.
+func (v *Verification) Required() bool {
+	return v != nil && (len(v.Keys) > 0 || len(v.Keyless) > 0)
 }
 
 // Monitoring reports whether the plugin runs in monitor mode.

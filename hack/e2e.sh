@@ -13,6 +13,9 @@
 #   credentials, signatures checked both ways with cosign v2.6.5 built by
 #   hack/cosign/build.sh, ~150 s the first time) against a private
 #   docker-registry with TLS and htpasswd (hack/registry/up.sh), seconds;
+#   the registry stays up for both runtime suites (TestRegistryPlugins: an
+#   agent pulling, verifying, following a moved tag, an outage, a restart
+#   from the cache);
 #   4. tears everything down from a trap (agents, pods via CRI, containerd,
 #      mounts, the CNI bridge), so a failing test leaves the machine clean.
 # Steps 1, 2 and 4 are shared with hack/e2e-apiserver.sh (hack/lib/e2e.sh).
@@ -48,16 +51,19 @@ e2e_cleanup_more() {
   fi
 }
 
+# The registry stays up for the runtime suites, whose TestRegistryPlugins
+# runs agents that pull from it (and stops and restarts it).
+registry_args=()
 if [ "${E2E_REGISTRY:-1}" != 0 ]; then
   log "plugins in a registry (hack/registry/up.sh)"
   # cosign, for the signing cases: built once per version and cached.
   cosign=$(hack/cosign/build.sh) || status=1
   if [ -n "${cosign:-}" ] && hack/registry/up.sh "$base/registry" >/dev/null; then
+    registry_args=(-registry-env "$base/registry/env")
     (cd cmd/wasmlet/e2eregistry && "$out/bin/e2eregistry.test" -test.v -test.count=1 \
       -test.timeout "${E2E_TIMEOUT:-30m}" ${E2E_RUN:+-test.run "$E2E_RUN"} \
       -registry-env "$base/registry/env" -wasmlet "$repo/bin/wasmlet" -repo "$repo" \
       -cosign "$cosign") || status=1
-    hack/registry/down.sh "$base/registry"
   else
     status=1
   fi
@@ -75,7 +81,7 @@ suite() { # RUNTIME ENDPOINT IMAGE EXTRA-ARGS...
     ${E2E_RUN:+-test.run "$E2E_RUN"} ${E2E_AGENT_FLAGS:+-agent-flags "$E2E_AGENT_FLAGS"} \
     ${E2E_AGENT_ENV:+-agent-env "$E2E_AGENT_ENV"} \
     -runtime "$rt" -endpoint "$ep" -wasmlet "$repo/bin/wasmlet" -image "$img" \
-    -base "$base/$rt" -hack "$repo/hack" "$@") || status=1
+    -base "$base/$rt" -hack "$repo/hack" ${registry_args[@]+"${registry_args[@]}"} "$@") || status=1
 }
 
 for rt in $runtimes; do

@@ -6,6 +6,10 @@
 #
 #   hack/registry/up.sh DIR
 #
+# Run again on a DIR whose registry hack/registry/down.sh stopped, it starts
+# the same registry again: the same port, certificate, credentials and
+# storage (a registry outage and its end, for the tests).
+#
 # Writes DIR/env (shell assignments, for hack/registry/down.sh and the tests):
 #   PID               the registry's process
 #   REGISTRY          host:port, e.g. 127.0.0.1:34567
@@ -20,7 +24,49 @@ dir=${1:?usage: up.sh DIR}
 mkdir -p "$dir/data" "$dir/docker"
 dir=$(cd "$dir" && pwd)
 user=wasmlet
+
+# serve PORT: runs the registry of $dir/config.yml; once /v2/ answers 401
+# writes $dir/env, prints host:port and exits 0; returns 1 if it did not
+# answer.
+serve() {
+  local port=$1 pid code
+  docker-registry serve "$dir/config.yml" >>"$dir/registry.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$dir/cert.pem" "https://127.0.0.1:$port/v2/" || true)
+    if [ "$code" = 401 ]; then
+      auth=$(printf '%s:%s' "$user" "$password" | base64 -w0)
+      printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}\n' "$port" "$auth" >"$dir/docker/config.json"
+      chmod 600 "$dir/docker/config.json"
+      {
+        printf 'PID=%s\n' "$pid"
+        printf 'REGISTRY=127.0.0.1:%s\n' "$port"
+        printf 'REGISTRY_CA=%s\n' "$dir/cert.pem"
+        printf 'REGISTRY_CONFIG=%s\n' "$dir/docker/config.json"
+        printf 'REGISTRY_USER=%s\n' "$user"
+        printf 'REGISTRY_PASSWORD=%s\n' "$password"
+      } >"$dir/env"
+      echo "127.0.0.1:$port"
+      exit 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  echo "up.sh: registry on port $port did not answer; log: $dir/registry.log" >&2
+  return 1
+}
+
+if [ -f "$dir/config.yml" ] && [ -f "$dir/password" ] && [ ! -f "$dir/env" ]; then
+  password=$(cat "$dir/password")
+  port=$(sed -n 's/^  addr: 127.0.0.1://p' "$dir/config.yml")
+  serve "$port" || { tail -n 20 "$dir/registry.log" >&2 || true; exit 1; }
+fi
+
 password=$(openssl rand -hex 16)
+printf '%s\n' "$password" >"$dir/password"
+chmod 600 "$dir/password"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
   -subj /CN=wasmlet-test-registry -addext subjectAltName=IP:127.0.0.1 \
   -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null
@@ -51,31 +97,7 @@ auth:
     realm: wasmlet-test-registry
     path: $dir/htpasswd
 YAML
-  docker-registry serve "$dir/config.yml" >>"$dir/registry.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 100); do
-    code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$dir/cert.pem" "https://127.0.0.1:$port/v2/" || true)
-    if [ "$code" = 401 ]; then
-      auth=$(printf '%s:%s' "$user" "$password" | base64 -w0)
-      printf '{"auths":{"127.0.0.1:%s":{"auth":"%s"}}}\n' "$port" "$auth" >"$dir/docker/config.json"
-      chmod 600 "$dir/docker/config.json"
-      {
-        printf 'PID=%s\n' "$pid"
-        printf 'REGISTRY=127.0.0.1:%s\n' "$port"
-        printf 'REGISTRY_CA=%s\n' "$dir/cert.pem"
-        printf 'REGISTRY_CONFIG=%s\n' "$dir/docker/config.json"
-        printf 'REGISTRY_USER=%s\n' "$user"
-        printf 'REGISTRY_PASSWORD=%s\n' "$password"
-      } >"$dir/env"
-      echo "127.0.0.1:$port"
-      exit 0
-    fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  echo "up.sh: registry on port $port did not answer (attempt $attempt); log: $dir/registry.log" >&2
+  serve "$port" || true
 done
 echo "up.sh: no registry started" >&2
 tail -n 20 "$dir/registry.log" >&2 || true

@@ -11,16 +11,26 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/extension"
+	"github.com/wasmlet/wasmlet/host/internal/pluginfetch"
 	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
+	"github.com/wasmlet/wasmlet/host/internal/pluginoci"
 )
 
 // plugins is the agent's plugin directory: the Manager that loads and
 // reloads it and the Extension that wires its plugins into the pod config,
 // the admission chain, the runtime's hooks and /plugins.
 type plugins struct {
-	mgr *pluginhost.Manager
-	ext *extension.Extension
+	mgr   *pluginhost.Manager
+	fetch *pluginfetch.Fetcher
+	ext   *extension.Extension
 }
+
+// newPluginVerifier makes the signature verifier of plugins in a registry
+// from the node's policy file (--plugin-verification-policy, may be
+// empty); nil while the build has none, and then only plugins whose
+// manifests ask for no signature load (pluginfetch.NoPolicy) and a policy
+// file is refused rather than ignored.
+var newPluginVerifier func(policyFile string) (pluginfetch.Verifier, error)
 
 // newPlugins loads cfg.PluginDir once (so the source plugins present at start
 // are sources of the pod config, counted by SeenAllSources); Run watches it
@@ -33,13 +43,19 @@ func (a *Agent) newPlugins() (*plugins, error) {
 	if idle == 0 {
 		idle = -1 // pluginhost.Config: negative keeps plugins loaded
 	}
-	mgr, err := pluginhost.NewManager(pluginhost.Config{
+	var mgr *pluginhost.Manager
+	fetch, err := a.newPluginFetcher(func() { mgr.Rescan() })
+	if err != nil {
+		return nil, fmt.Errorf("agent: plugins: %w", err)
+	}
+	mgr, err = pluginhost.NewManager(pluginhost.Config{
 		Dir:         a.cfg.PluginDir,
 		IdleTimeout: idle,
 		CacheDir:    filepath.Join(a.cfg.RootDir, "plugin-cache"),
 		Logger:      a.log,
 		Registerer:  a.reg,
 		NodeInfo:    a.nodeInfo,
+		Resolver:    fetch,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: plugins: %w", err)
@@ -59,7 +75,45 @@ func (a *Agent) newPlugins() (*plugins, error) {
 		mgr.Close(context.Background())
 		return nil, fmt.Errorf("agent: plugins: %w", err)
 	}
-	return &plugins{mgr: mgr, ext: ext}, nil
+	return &plugins{mgr: mgr, fetch: fetch, ext: ext}, nil
+}
+
+// newPluginFetcher makes what pulls the plugins of reference manifests
+// (image: in a manifest) into <root-dir>/plugins, with the registry
+// credentials and CA of the configuration; onChange is the Manager's
+// Rescan.
+func (a *Agent) newPluginFetcher(onChange func()) (*pluginfetch.Fetcher, error) {
+	occfg := pluginoci.Config{CAFile: a.cfg.PluginRegistryCA, UserAgent: "wasmlet/" + Version}
+	if a.cfg.PluginRegistryConfig != "" {
+		kc, err := pluginoci.KeychainFromDockerConfigFile(a.cfg.PluginRegistryConfig)
+		if err != nil {
+			return nil, err
+		}
+		occfg.Keychain = kc
+	}
+	client, err := pluginoci.New(occfg)
+	if err != nil {
+		return nil, err
+	}
+	var verifier pluginfetch.Verifier
+	switch {
+	case newPluginVerifier != nil:
+		if verifier, err = newPluginVerifier(a.cfg.PluginVerificationPolicy); err != nil {
+			return nil, fmt.Errorf("plugin verification policy %s: %w", a.cfg.PluginVerificationPolicy, err)
+		}
+	case a.cfg.PluginVerificationPolicy != "":
+		return nil, fmt.Errorf("plugin verification policy %s: this build verifies no signatures; refusing to run without the policy", a.cfg.PluginVerificationPolicy)
+	}
+	return pluginfetch.New(pluginfetch.Config{
+		Dir:             filepath.Join(a.cfg.RootDir, "plugins"),
+		Client:          client,
+		Verifier:        verifier,
+		PolicyFile:      a.cfg.PluginVerificationPolicy,
+		ResolveInterval: a.cfg.PluginResolveInterval.Duration,
+		OnChange:        onChange,
+		Logger:          a.log.Named("pluginfetch"),
+		Registerer:      a.reg,
+	})
 }
 
 // nodeInfo serves the plugins' node_info import from the node object.
@@ -92,6 +146,7 @@ func (p *plugins) start(spawn func(string, func(context.Context) error)) {
 		return
 	}
 	spawn("plugin manager", p.mgr.Run)
+	spawn("plugin fetch", p.fetch.Run)
 	spawn("plugin sources", p.ext.Run)
 }
 

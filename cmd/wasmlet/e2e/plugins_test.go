@@ -369,6 +369,13 @@ type pluginStatus struct {
 	Calls    uint64 `json:"calls"`
 	Errors   uint64 `json:"errors"`
 	Timeouts uint64 `json:"timeouts"`
+	// A plugin in a registry: its image, the serving digest, whether it
+	// was verified, what the image last resolved to and the last failure.
+	Image            string `json:"image"`
+	Digest           string `json:"digest"`
+	Verified         bool   `json:"verified"`
+	ResolvedDigest   string `json:"resolvedDigest"`
+	LastResolveError string `json:"lastResolveError"`
 }
 
 func (a *agent) plugins() ([]pluginStatus, error) {

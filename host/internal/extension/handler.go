@@ -38,6 +38,16 @@ type PluginStatus struct {
 	Mode abi.Mode `json:"mode,omitempty"`
 	// LoadedAt is when the serving version was loaded.
 	LoadedAt *time.Time `json:"loadedAt,omitempty"`
+	// Image is a reference manifest's image (a plugin in a registry);
+	// Digest and Verified the serving version's artifact digest and
+	// whether it passed verification; ResolvedDigest what the image last
+	// resolved to; LastResolveError the last resolution's failure, which
+	// leaves the serving version enforced.
+	Image            string `json:"image,omitempty"`
+	Digest           string `json:"digest,omitempty"`
+	Verified         bool   `json:"verified,omitempty"`
+	ResolvedDigest   string `json:"resolvedDigest,omitempty"`
+	LastResolveError string `json:"lastResolveError,omitempty"`
 	// Calls, Errors and Timeouts count the serving version's calls.
 	Calls    uint64 `json:"calls"`
 	Errors   uint64 `json:"errors"`
@@ -53,7 +63,8 @@ func (e *Extension) Status() []PluginStatus {
 	infos := e.mgr.Plugins()
 	out := make([]PluginStatus, 0, len(infos))
 	for _, in := range infos {
-		s := PluginStatus{File: in.Path, Name: in.Name, State: in.State, Error: in.Error, LastLoad: "ok"}
+		s := PluginStatus{File: in.Path, Name: in.Name, State: in.State, Error: in.Error, LastLoad: "ok",
+			Image: in.Image, Digest: in.Digest, Verified: in.Verified, ResolvedDigest: in.ResolvedDigest, LastResolveError: in.ResolveError}
 		if in.Error != "" {
 			s.LastLoad = "failed"
 		}

@@ -143,7 +143,7 @@ func (e *engine) close(ctx context.Context) {
 
 // load reads, verifies, compiles and checks one plugin.
 func (e *engine) load(ctx context.Context, path string, overrides map[string]string) (*Plugin, error) {
-	src, err := readSource(path)
+	src, err := readSource(ctx, path, e.cfg.Resolver)
 	if err != nil {
 		return nil, err
 	}

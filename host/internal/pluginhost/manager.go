@@ -49,6 +49,16 @@ type Info struct {
 	Mode          abi.Mode
 	// SHA256 of the serving module.
 	SHA256 string
+	// Image is the reference of a reference manifest (image: set), empty
+	// for a plugin whose module is in the directory; Digest and Verified
+	// are the serving version's artifact digest and whether it passed
+	// verification; ResolvedDigest is the digest the reference last
+	// resolved to (newer than Digest while a new version is refused);
+	// ResolveError is the last resolution's failure, which changes nothing
+	// serving.
+	Image, Digest, ResolvedDigest string
+	Verified                      bool
+	ResolveError                  string
 	// Deadline is the deadline mechanism in force.
 	Deadline DeadlineMode
 	// LoadedAt is when the serving version was loaded.
@@ -68,8 +78,10 @@ type Manager struct {
 
 	mu      sync.RWMutex
 	entries map[string]*entry // by Path
+	refs    map[string]bool   // the reference manifests of the last scan
 	scanMu  sync.Mutex
 	onScan  []func()
+	rescan  chan struct{} // Rescan's signal to Run
 }
 
 type entry struct {
@@ -92,7 +104,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{cfg: cfg, e: e, loaders: runtime.GOMAXPROCS(0), entries: map[string]*entry{}}
+	m := &Manager{cfg: cfg, e: e, loaders: runtime.GOMAXPROCS(0), entries: map[string]*entry{}, rescan: make(chan struct{}, 1)}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(&collector{m: m}); err != nil {
 			return nil, fmt.Errorf("plugin manager: register metrics: %w", err)
@@ -144,9 +156,20 @@ func (m *Manager) Run(ctx context.Context) error {
 			debounce.Reset(100 * time.Millisecond)
 		case <-debounce.C:
 			m.Scan(ctx)
+		case <-m.rescan:
+			m.Scan(ctx)
 		case err := <-errs:
 			m.cfg.Logger.Warn("plugin dir: watch error", "dir", m.cfg.Dir, "error", err)
 		}
+	}
+}
+
+// Rescan asks Run to scan the directory soon (a Resolver holds a new
+// version of a reference); it never blocks.
+func (m *Manager) Rescan() {
+	select {
+	case m.rescan <- struct{}{}:
+	default:
 	}
 }
 
@@ -171,11 +194,25 @@ func (m *Manager) Close(ctx context.Context) {
 func (m *Manager) Scan(ctx context.Context) {
 	m.scanMu.Lock()
 	defer m.scanMu.Unlock()
-	found, err := discover(m.cfg.Dir)
+	found, refs, err := discover(m.cfg.Dir)
 	if err != nil {
 		m.cfg.Logger.Error("plugin dir: cannot read", "dir", m.cfg.Dir, "error", err)
 		return
 	}
+	// A reference manifest's stamp covers the plugin it resolves to, so
+	// a moved tag reloads it like a changed file.
+	var refStamps map[string]string
+	if m.cfg.Resolver != nil {
+		refStamps = m.cfg.Resolver.Stamps(refs)
+	}
+	isRef := map[string]bool{}
+	for path := range refs {
+		found[path] = withRefStamp(found[path], refStamps[path])
+		isRef[path] = true
+	}
+	m.mu.Lock()
+	m.refs = isRef
+	m.mu.Unlock()
 	changed := false
 	// Removed files first, so a plugin renamed to a new file frees its name.
 	m.mu.Lock()
@@ -278,6 +315,11 @@ func (m *Manager) load(ctx context.Context, path, stamp string) attempt {
 	a := attempt{path: path, stamp: stamp}
 	if strings.HasSuffix(path, abi.ManifestSuffix) {
 		a.p, a.err = m.e.load(ctx, path, nil)
+		if a.err == nil && a.p.src.resolved != nil {
+			// The stamp of what was loaded, which may be newer than the
+			// scan's (the first resolution happens in the load).
+			a.stamp = withRefStamp(a.stamp, a.p.src.resolved.Stamp)
+		}
 	} else {
 		a.err = errNoManifest(path)
 	}
@@ -346,13 +388,17 @@ func (m *Manager) install(ctx context.Context, a attempt) bool {
 		// the same version): its figures go on rather than restart.
 		p.stats.add(prev.Stats())
 	}
+	var from []any // where a reference manifest's plugin came from
+	if r := p.src.resolved; r != nil {
+		from = []any{"image", r.Image, "digest", r.Digest, "verified", r.Verified}
+	}
 	if prev != nil {
-		m.cfg.Logger.Info("plugin replaced", "file", path, "plugin", p.Name(), "version", p.Manifest().Version,
-			"previous_version", prev.Manifest().Version, "sha256", p.SHA256())
+		m.cfg.Logger.Info("plugin replaced", append([]any{"file", path, "plugin", p.Name(), "version", p.Manifest().Version,
+			"previous_version", prev.Manifest().Version, "sha256", p.SHA256()}, from...)...)
 		go prev.Close(context.Background()) // in-flight calls finish on their instances
 	} else {
-		m.cfg.Logger.Info("plugin loaded", "file", path, "plugin", p.Name(), "version", p.Manifest().Version,
-			"kinds", fmt.Sprint(p.Manifest().Kinds), "deadline", string(p.DeadlineMode()))
+		m.cfg.Logger.Info("plugin loaded", append([]any{"file", path, "plugin", p.Name(), "version", p.Manifest().Version,
+			"kinds", fmt.Sprint(p.Manifest().Kinds), "deadline", string(p.DeadlineMode())}, from...)...)
 	}
 	return true
 }
@@ -374,16 +420,31 @@ func (m *Manager) byNameLocked(name, except string) string {
 	return ""
 }
 
+// refStampSep separates a reference manifest's file stamp from the stamp of
+// the plugin it resolves to.
+const refStampSep = "|ref "
+
+// withRefStamp replaces the resolved part of a reference manifest's stamp.
+func withRefStamp(stamp, resolved string) string {
+	if i := strings.Index(stamp, refStampSep); i >= 0 {
+		stamp = stamp[:i]
+	}
+	return stamp + refStampSep + resolved
+}
+
 // discover lists the plugin files of dir with their stamps: every manifest,
 // and every .wasm that no manifest claims (by its wasm field or by the
 // <stem>.plugin.yaml convention), which scanOne reports as failed. A
-// manifest's stamp covers its module too.
-func discover(dir string) (map[string]string, error) {
+// manifest's stamp covers its module too. The valid reference manifests
+// (image set) are returned parsed as well; an invalid one is reported by
+// its load.
+func discover(dir string) (map[string]string, map[string]abi.Manifest, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := map[string]string{}
+	refs := map[string]abi.Manifest{}
 	claimed := map[string]bool{}
 	var wasms []string
 	for _, de := range ents {
@@ -395,10 +456,15 @@ func discover(dir string) (map[string]string, error) {
 			wasm := strings.TrimSuffix(name, abi.ManifestSuffix) + ".wasm"
 			if b, err := os.ReadFile(full); err == nil {
 				var mf struct {
-					Wasm string `json:"wasm"`
+					Wasm  string `json:"wasm"`
+					Image string `json:"image"`
 				}
 				if yaml.Unmarshal(b, &mf) == nil && mf.Wasm != "" {
 					wasm = mf.Wasm
+				}
+				var ref abi.Manifest
+				if mf.Image != "" && yaml.UnmarshalStrict(b, &ref) == nil && ref.Validate() == nil {
+					refs[full] = ref
 				}
 			}
 			if !filepath.IsAbs(wasm) {
@@ -416,7 +482,7 @@ func discover(dir string) (map[string]string, error) {
 			out[w] = stamp(w)
 		}
 	}
-	return out, nil
+	return out, refs, nil
 }
 
 // errNoManifest refuses a module without a manifest in a plugin directory:
@@ -450,6 +516,13 @@ func (m *Manager) Plugins() []Info {
 			in.State, in.Name, in.Version, in.ABI, in.Kinds = StateLoaded, mf.Name, mf.Version, mf.ABI, mf.Kinds
 			in.Order, in.FailurePolicy, in.Mode, in.SHA256, in.Deadline = mf.Order, mf.FailurePolicy, mf.Mode, p.SHA256(), p.DeadlineMode()
 			in.LoadedAt, in.Stats = e.loadedAt, p.Stats()
+			if r := p.src.resolved; r != nil {
+				in.Image, in.Digest, in.Verified = r.Image, r.Digest, r.Verified
+			}
+		}
+		if m.refs[e.path] && m.cfg.Resolver != nil {
+			st := m.cfg.Resolver.Status(e.path)
+			in.Image, in.ResolvedDigest, in.ResolveError = st.Image, st.Digest, st.Error
 		}
 		out = append(out, in)
 	}

@@ -1,6 +1,7 @@
 package pluginhost
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -22,14 +23,18 @@ type source struct {
 	wasm         []byte
 	sha256       string
 	synthesized  bool
+	// resolved is set for a reference manifest: what the Resolver brought.
+	resolved *Resolved
 }
 
 // readSource reads a manifest (and the .wasm it names) or a bare .wasm.
 // sha256 is checked for a manifest; a bare module's manifest is completed
-// from its exports later by the engine (synthesized = true).
-func readSource(path string) (*source, error) {
+// from its exports later by the engine (synthesized = true). A reference
+// manifest (image set) is resolved by r into the module's file and the
+// effective manifest.
+func readSource(ctx context.Context, path string, r Resolver) (*source, error) {
 	if strings.HasSuffix(path, abi.ManifestSuffix) {
-		return readManifest(path)
+		return readManifest(ctx, path, r)
 	}
 	wasm, err := os.ReadFile(path)
 	if err != nil {
@@ -43,7 +48,7 @@ func readSource(path string) (*source, error) {
 	return s, nil
 }
 
-func readManifest(path string) (*source, error) {
+func readManifest(ctx context.Context, path string, r Resolver) (*source, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("manifest %s: %w: %v", path, ErrManifest, err)
@@ -56,6 +61,17 @@ func readManifest(path string) (*source, error) {
 		return nil, fmt.Errorf("manifest %s: %w: %v", path, ErrManifest, err)
 	}
 	wasmPath := s.manifest.Wasm
+	if s.manifest.Reference() {
+		if r == nil {
+			return nil, fmt.Errorf("manifest %s: %w: image %s: a plugin in a registry is loaded by the agent, which pulls it (no resolver here)",
+				path, ErrManifest, s.manifest.Image)
+		}
+		res, err := r.Resolve(ctx, path, s.manifest)
+		if err != nil {
+			return nil, err
+		}
+		s.manifest, s.resolved, wasmPath = res.Manifest, &res, res.WasmPath
+	}
 	if !filepath.IsAbs(wasmPath) {
 		wasmPath = filepath.Join(filepath.Dir(path), wasmPath)
 	}

@@ -150,6 +150,9 @@ type Config struct {
 	GuestLogMax int
 	// Deadline selects the deadline mechanism; default DeadlineAuto.
 	Deadline DeadlineMode
+	// Resolver brings the plugins of reference manifests (image: in the
+	// manifest); nil refuses such manifests.
+	Resolver Resolver
 	// Registerer, when set, receives a Manager's collector of per-plugin
 	// metrics (Manager only; a lone Plugin has Stats).
 	Registerer prometheus.Registerer

@@ -147,6 +147,9 @@ func (p *Plugin) check() error {
 	if err != nil {
 		return err
 	}
+	if m.Reference() {
+		return fmt.Errorf("manifest %s names image %s: an artifact carries a plugin's own manifest, not a reference to another", p.Manifest.Name, m.Image)
+	}
 	if err := checkName(m.Wasm); m.Wasm != "" && err != nil {
 		return fmt.Errorf("manifest %s: wasm %q must be a file name beside the manifest: %w", p.Manifest.Name, m.Wasm, err)
 	}

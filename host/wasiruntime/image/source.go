@@ -1,6 +1,7 @@
 package image
 
 import (
+	"archive/tar"
 	"bytes"
 	"errors"
 	"fmt"
@@ -17,8 +18,12 @@ import (
 // Media types of the CNCF Wasm OCI artifact
 // (https://tag-runtime.cncf.io/wgs/wasm/deliverables/wasm-oci-artifact/).
 const (
-	// LayerMediaType is the media type of a layer that is a Wasm module.
+	// LayerMediaType is the media type of a layer that is a Wasm module
+	// in the artifact's earlier drafts (and containerd's runwasi).
 	LayerMediaType = "application/vnd.wasm.content.layer.v1+wasm"
+	// ModuleMediaType is the media type of a Wasm layer in the artifact
+	// as published, and of the module layer `wasmlet plugin push` writes.
+	ModuleMediaType = "application/wasm"
 	// ConfigMediaType is the media type of a Wasm artifact's config.
 	ConfigMediaType = "application/vnd.wasm.config.v0+json"
 )
@@ -69,7 +74,56 @@ func readSource(path string) ([]byte, sourceMeta, error) {
 	if err != nil {
 		return nil, sourceMeta{}, fmt.Errorf("it is neither a Wasm module (no \\0asm header) nor an image tarball: %w", err)
 	}
-	return moduleOf(img)
+	mod, meta, err := moduleOf(img)
+	if err != nil {
+		// A Wasm artifact's config has no rootfs, from which the tarball
+		// reader lists an image's layers: read the layers manifest.json
+		// names instead.
+		if b, ok := tarballModule(path); ok {
+			return b, meta, nil
+		}
+	}
+	return mod, meta, err
+}
+
+// tarballModule returns the first layer file that manifest.json of a
+// `docker save` tarball names whose content is a Wasm module.
+func tarballModule(path string) ([]byte, bool) {
+	opener := func() (io.ReadCloser, error) { return os.Open(path) }
+	m, err := tarball.LoadManifest(opener)
+	if err != nil || len(m) == 0 {
+		return nil, false
+	}
+	for _, name := range m[0].Layers {
+		f, err := opener()
+		if err != nil {
+			return nil, false
+		}
+		b, err := tarFile(f, name)
+		f.Close()
+		if err == nil && bytes.HasPrefix(b, wasmMagic) {
+			return b, true
+		}
+	}
+	return nil, false
+}
+
+// tarFile reads the entry name of the tar stream r, at most maxModuleSize.
+func tarFile(r io.Reader, name string) ([]byte, error) {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return nil, err
+		}
+		if h.Name != name {
+			continue
+		}
+		if h.Size > maxModuleSize {
+			return nil, fmt.Errorf("%s: larger than %d bytes", name, maxModuleSize)
+		}
+		return io.ReadAll(io.LimitReader(tr, maxModuleSize))
+	}
 }
 
 // layoutImage returns the first image of a layout's index, descending into
@@ -135,7 +189,7 @@ func moduleOf(img v1.Image) ([]byte, sourceMeta, error) {
 		if bytes.HasPrefix(b, wasmMagic) && len(b) <= maxModuleSize {
 			return b, meta, nil
 		}
-		if mt == LayerMediaType {
+		if mt == LayerMediaType || mt == ModuleMediaType {
 			return nil, sourceMeta{}, fmt.Errorf("layer of type %s is not a Wasm module", mt)
 		}
 	}

@@ -39,6 +39,7 @@ func (c *WasmletConfiguration) setFixedDefaults() {
 	setDuration(&c.FileCheckFrequency, 20*time.Second)
 	setPointer(&c.ResolvConf, "/etc/resolv.conf")
 	setPointer(&c.PluginIdleTimeout, metav1.Duration{Duration: 10 * time.Second})
+	setDuration(&c.PluginResolveInterval, 5*time.Minute)
 	setPointer(&c.CgroupsPerQOS, true)
 	setDefault(&c.CgroupDriver, "cgroupfs")
 	setDefault(&c.CgroupRoot, "/")

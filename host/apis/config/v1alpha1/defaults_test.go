@@ -18,7 +18,7 @@ func defaults() WasmletConfiguration {
 	c := WasmletConfiguration{
 		TypeMeta: metav1.TypeMeta{Kind: "WasmletConfiguration", APIVersion: "wasmlet.io/v1alpha1"},
 		NodeName: "n1", FileCheckFrequency: dur(20 * time.Second), ResolvConf: ptr.To("/etc/resolv.conf"),
-		PluginIdleTimeout: ptr.To(dur(10 * time.Second)), CgroupsPerQOS: ptr.To(true), CgroupDriver: "cgroupfs", CgroupRoot: "/",
+		PluginIdleTimeout: ptr.To(dur(10 * time.Second)), PluginResolveInterval: dur(5 * time.Minute), CgroupsPerQOS: ptr.To(true), CgroupDriver: "cgroupfs", CgroupRoot: "/",
 		RuntimeRequestTimeout: dur(2 * time.Minute), RootDir: "/var/lib/wasmlet", PodLogsDir: "/var/log/pods",
 		SyncFrequency: dur(time.Minute), HousekeepingInterval: dur(2 * time.Second), ContainerGCPeriod: dur(time.Minute),
 		PLEGRelistPeriod: dur(time.Second), VolumeStatsAggPeriod: dur(time.Minute), MaxPods: 110, Address: "127.0.0.1",

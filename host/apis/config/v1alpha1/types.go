@@ -69,6 +69,21 @@ type WasmletConfiguration struct {
 	// cache on its next call (--plugin-idle-timeout, 10s); 0 keeps every
 	// plugin loaded.
 	PluginIdleTimeout *metav1.Duration `json:"pluginIdleTimeout,omitempty"`
+	// PluginResolveInterval is how often the tag of a plugin in a
+	// registry (a manifest with image:) is resolved again; a new digest is
+	// pulled, verified and then loaded (--plugin-resolve-interval, 5m).
+	PluginResolveInterval metav1.Duration `json:"pluginResolveInterval,omitempty"`
+	// PluginVerificationPolicy is the node's signature policy for plugins
+	// in a registry (--plugin-verification-policy); empty: only what each
+	// manifest's verification asks.
+	PluginVerificationPolicy string `json:"pluginVerificationPolicy,omitempty"`
+	// PluginRegistryConfig is a docker config.json with the credentials
+	// for plugin pulls (--plugin-registry-config); empty: the agent's
+	// ~/.docker/config.json, $DOCKER_CONFIG.
+	PluginRegistryConfig string `json:"pluginRegistryConfig,omitempty"`
+	// PluginRegistryCA is a PEM file of certificate authorities trusted
+	// for plugin registries besides the system's (--plugin-registry-ca).
+	PluginRegistryCA string `json:"pluginRegistryCA,omitempty"`
 	// ContainerRuntimeEndpoint is the CRI endpoint, e.g.
 	// unix:///run/containerd/containerd.sock (--container-runtime-endpoint);
 	// empty runs the embedded WASI runtime in-process.

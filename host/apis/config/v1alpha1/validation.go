@@ -29,7 +29,7 @@ func (c *WasmletConfiguration) Validate() field.ErrorList {
 		{"fileCheckFrequency", c.FileCheckFrequency}, {"runtimeRequestTimeout", c.RuntimeRequestTimeout},
 		{"syncFrequency", c.SyncFrequency}, {"housekeepingInterval", c.HousekeepingInterval},
 		{"containerGCPeriod", c.ContainerGCPeriod}, {"plegRelistPeriod", c.PLEGRelistPeriod},
-		{"volumeStatsAggPeriod", c.VolumeStatsAggPeriod},
+		{"volumeStatsAggPeriod", c.VolumeStatsAggPeriod}, {"pluginResolveInterval", c.PluginResolveInterval},
 		{"nodeStatusUpdateFrequency", c.NodeStatusUpdateFrequency}, {"nodeStatusReportFrequency", c.NodeStatusReportFrequency},
 	} {
 		if d.d.Duration <= 0 {
