@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -38,8 +39,8 @@ var (
 // (carrying the first version's signature), are refused with the old
 // version enforced throughout; the new version, once signed, replaces it
 // with no moment in which a pod both versions deny is admitted; with the
-// registry stopped what is enforced stays and the failed re-resolutions
-// show in /plugins; an agent restarted with the registry down enforces the
+// registry stopped for 30 re-resolutions what is enforced stays and the
+// failed re-resolutions show in /plugins and the metric; an agent restarted with the registry down enforces the
 // cached digest; the registry back, the re-resolutions succeed again.
 func TestRegistryPlugins(t *testing.T) {
 	if *registryEnvFlag == "" || *cosignFlag == "" {
@@ -186,13 +187,30 @@ func TestRegistryPlugins(t *testing.T) {
 	}
 	denied("reg-v2", "denied by version 2")
 
-	// The registry stops: the failed re-resolutions show, version 2 stays.
+	// The registry stops for at least 30 re-resolutions (30 s at the 1 s
+	// interval): they fail and show, and version 2 stays enforced.
+	fetchErrors := func() float64 {
+		v, err := a.Metric("wasmlet_plugin_fetch_errors_total", `plugin="policy"`)
+		if err != nil && !errors.Is(err, harness.ErrNoMetric) {
+			t.Fatal(err)
+		}
+		return v
+	}
+	before := fetchErrors()
 	registryScript(t, "down.sh", regDir)
 	s = waitPlugin(t, a, "policy", "a failed re-resolution", func(s pluginStatus) bool { return s.LastResolveError != "" })
 	if s.State != "loaded" || s.Digest != d2 || !strings.Contains(s.LastResolveError, ref) {
 		t.Errorf("with the registry down: %+v, want version 2 serving and the error naming %s", s, ref)
 	}
 	denied("reg-outage", "denied by version 2 with the registry down")
+	harness.Eventually(t, 3*time.Minute, "30 failed re-resolutions with the registry down", func() (bool, string) {
+		n := fetchErrors() - before
+		return n >= 30, fmt.Sprintf("%v failed", n)
+	})
+	if s := waitPlugin(t, a, "policy", "version 2 still serving", func(s pluginStatus) bool { return true }); s.State != "loaded" || s.Digest != d2 {
+		t.Errorf("after 30 failed re-resolutions: %+v, want version 2 serving", s)
+	}
+	denied("reg-outage-30", "denied by version 2 after 30 failed re-resolutions")
 
 	// The agent restarts with the registry down: the cached digest loads.
 	a.Stop(t)
