@@ -103,6 +103,8 @@ t0=$(date +%s)
 step() { log "$1 ($(( $(date +%s) - t0 )) s since start)"; }
 e2e_tools
 go build -o "$out/bin/conformance" ./hack/conformance
+# The suites' source, where the runner finds which containers are Ordered.
+gomodcache=$(go env GOMODCACHE)
 suite_bin=e2e.test
 [ "$SUITE" = e2e_node ] && suite_bin=e2e_node.test
 kube=(kube-apiserver kube-controller-manager kube-scheduler kubectl "$suite_bin" agnhost nnp)
@@ -329,7 +331,7 @@ run_node() {
 	case $SUITE in
 	e2e)
 		"$out/bin/conformance" run -e2e "$bin_e2e_test" -out "$results/$node" -node "$node" -focus "$FOCUS" -skip "$skip" \
-			-files "$files" -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
+			-files "$files" -source "$gomodcache" -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
 			--kubeconfig "$admin" --provider skeleton --kubectl-path "$bin_kubectl" --minStartupPods=-1 \
 			--allowed-not-ready-nodes 0 || status=1
 		;;
@@ -337,7 +339,7 @@ run_node() {
 		# The suite's own services stay off: the node is the one started
 		# above, as for the other suite, and its images are imported.
 		"$out/bin/conformance" run -e2e "$bin_e2e_node_test" -out "$results/$node" -node "$node" -focus "$FOCUS" -skip "$skip" \
-			-files "$files" -output-dir-flag '' -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
+			-files "$files" -source "$gomodcache" -output-dir-flag '' -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
 			--start-services=false --stop-services=false --prepull-images=false --node-name "$nodename" \
 			--host "$apiserver" --bearer-token "$token" --container-runtime-endpoint "$ep" \
 			--dns-domain cluster.local || status=1

@@ -27,7 +27,7 @@ import (
 
 func init() {
 	register("plugin", command{
-		summary: "plugin tools: plugin inspect FILE.wasm | plugin test [--wasm FILE.wasm] DIR | plugin push DIR REF | plugin pull REF DIR",
+		summary: "plugin tools: plugin inspect FILE.wasm | plugin test [--wasm FILE.wasm] DIR | plugin push DIR REF | plugin pull REF DIR | plugin sign --key K REF | plugin verify --key P REF",
 		run:     runPlugin,
 	})
 }
@@ -40,14 +40,29 @@ func runPlugin(args []string, stdout, stderr io.Writer) int {
       and whether wasmlet's host loads it.
   wasmlet plugin test [--wasm FILE.wasm] DIR
       run the admission cases DIR/tests/*.yaml against the plugin whose
-      manifest template is DIR/plugin.yaml; one PASS/FAIL line per case,
-      exit status 1 if any case fails.
+      manifest template is DIR/plugin.yaml (or, in a plugin directory such
+      as plugin pull writes, DIR/NAME.plugin.yaml); one PASS/FAIL line per
+      case, exit status 1 if any case fails.
   wasmlet plugin push [--tests DIR] [--author NAME] [--registry-config FILE]
                       [--registry-ca FILE] DIR|FILE.plugin.yaml REF
       put the plugin (its manifest, the module it names, tests/*.yaml)
       into a registry as one Wasm OCI artifact; DIR holds one manifest.
   wasmlet plugin pull [--registry-config FILE] [--registry-ca FILE] REF DIR
       bring a pushed plugin back into DIR, the same files byte for byte.
+  wasmlet plugin sign --key cosign.key [--password-file FILE]
+                      [--registry-config FILE] [--registry-ca FILE] REF
+      sign the artifact REF (a tag is resolved to its digest) as
+      cosign sign --key does: the signature goes to the tag sha256-HEX.sig
+      beside it, where cosign verify finds it. The key's password comes
+      from $COSIGN_PASSWORD or the first line of --password-file.
+  wasmlet plugin verify [--key cosign.pub] [--certificate-identity ID
+                        --certificate-oidc-issuer URL --trusted-root FILE]
+                        [--registry-config FILE] [--registry-ca FILE] REF
+      check that one of REF's cosign signatures is over its digest and
+      verifies against the key, or (keyless) carries a Fulcio certificate
+      for that identity chaining to the trusted root (a Sigstore
+      trusted_root.json) with a Rekor entry signed by one of its logs.
+      Prints the digest verified; exit status 1 if none passes.
   Credentials come from ~/.docker/config.json or --registry-config; plain
   HTTP is used only for registries on loopback.`)
 		return exitError
@@ -71,6 +86,10 @@ func runPlugin(args []string, stdout, stderr io.Writer) int {
 		return pluginPush(args[1:], stdout, stderr)
 	case "pull":
 		return pluginPull(args[1:], stdout, stderr)
+	case "sign":
+		return pluginSign(args[1:], stdout, stderr)
+	case "verify":
+		return pluginVerify(args[1:], stdout, stderr)
 	}
 	return usage()
 }
@@ -257,22 +276,28 @@ func pluginTest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "wasmlet plugin test: %v\n", err)
 		return exitError
 	}
-	m, err := fixture.ReadManifest(dir)
+	m, mpath, err := testManifest(dir)
 	if err != nil {
 		return fail(err)
 	}
 	if !m.HasKind(abi.KindAdmission) {
-		return fail(fmt.Errorf("%s: kinds %v: only admission plugins have test cases", filepath.Join(dir, fixture.ManifestFile), m.Kinds))
+		return fail(fmt.Errorf("%s: kinds %v: only admission plugins have test cases", mpath, m.Kinds))
 	}
 	cases, err := fixture.ReadCases(dir)
 	if err != nil {
 		return fail(err)
 	}
 	wasm := *wasmFlag
-	if wasm == "" {
+	switch {
+	case wasm != "":
+	case m.Wasm != "" && filepath.IsAbs(m.Wasm):
+		wasm = m.Wasm
+	case m.Wasm != "":
+		wasm = filepath.Join(dir, m.Wasm)
+	default:
 		wasm = filepath.Join(dir, m.Name+".wasm")
 	}
-	manifestPath, cleanup, err := completeManifest(dir, m, wasm)
+	manifestPath, cleanup, err := completeManifest(mpath, m, wasm)
 	if err != nil {
 		return fail(err)
 	}
@@ -299,10 +324,38 @@ func pluginTest(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// testManifest reads the manifest of the plugin in dir: the template
+// DIR/plugin.yaml of a plugin's source tree, else the one
+// DIR/<name>.plugin.yaml of a plugin directory (what `wasmlet plugin pull`
+// writes). It returns the manifest and the file it came from.
+func testManifest(dir string) (abi.Manifest, string, error) {
+	template := filepath.Join(dir, fixture.ManifestFile)
+	if _, err := os.Stat(template); err == nil {
+		m, err := fixture.ReadManifest(dir)
+		return m, template, err
+	}
+	found, err := filepath.Glob(filepath.Join(dir, "*"+abi.ManifestSuffix))
+	if err != nil {
+		return abi.Manifest{}, "", err
+	}
+	if len(found) != 1 {
+		return abi.Manifest{}, "", fmt.Errorf("%s: want the template %s or exactly one *%s, found %d", dir, fixture.ManifestFile, abi.ManifestSuffix, len(found))
+	}
+	var m abi.Manifest
+	b, err := os.ReadFile(found[0])
+	if err == nil {
+		err = yaml.UnmarshalStrict(b, &m)
+	}
+	if err != nil {
+		return m, found[0], fmt.Errorf("manifest %s: %w", found[0], err)
+	}
+	return m, found[0], nil
+}
+
 // completeManifest writes the template with the module's path and sha256
 // into a temporary directory, so the plugin loads with its own permissions,
 // timeout and failure policy, as the agent would load it.
-func completeManifest(dir string, m abi.Manifest, wasm string) (string, func(), error) {
+func completeManifest(manifest string, m abi.Manifest, wasm string) (string, func(), error) {
 	abs, err := filepath.Abs(wasm)
 	if err != nil {
 		return "", nil, err
@@ -317,7 +370,7 @@ func completeManifest(dir string, m abi.Manifest, wasm string) (string, func(), 
 	sum := sha256.Sum256(b)
 	m.Wasm, m.SHA256 = abs, hex.EncodeToString(sum[:])
 	if err := m.Validate(); err != nil {
-		return "", nil, fmt.Errorf("manifest %s: %w", filepath.Join(dir, fixture.ManifestFile), err)
+		return "", nil, fmt.Errorf("manifest %s: %w", manifest, err)
 	}
 	out, err := yaml.Marshal(m)
 	if err != nil {

@@ -141,6 +141,33 @@ func TestRunPlugin_Test(t *testing.T) {
 	}
 }
 
+// TestRunPlugin_Test_pluginDirectory: a plugin directory as `plugin pull`
+// writes it (NAME.plugin.yaml naming its module, tests/) is tested without
+// flags; a directory with two manifests is refused, naming the count.
+func TestRunPlugin_Test_pluginDirectory(t *testing.T) {
+	plugins := builtPlugins(t)
+	dir := t.TempDir()
+	tmpl, err := os.ReadFile("../../examples/plugins/deny-privileged/plugin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm, err := os.ReadFile(filepath.Join(plugins, "deny-privileged-c.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, dir, "module.wasm", string(wasm))
+	writeTestFile(t, dir, "deny-privileged.plugin.yaml", string(tmpl)+"wasm: module.wasm\n")
+	writeTestFile(t, dir, "tests/a.yaml", "expect: {allowed: false, reason: Privileged}\npod:\n"+indent(privilegedPod))
+	code, out, errOut := runCmd(pluginCmd, "test", dir)
+	if code != 0 || !strings.Contains(out, "PASS  a") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	writeTestFile(t, dir, "other.plugin.yaml", string(tmpl))
+	if code, _, errOut := runCmd(pluginCmd, "test", dir); code != exitError || !strings.Contains(errOut, "found 2") {
+		t.Errorf("two manifests: exit %d, stderr %s", code, errOut)
+	}
+}
+
 func indent(s string) string {
 	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ") + "\n"
 }

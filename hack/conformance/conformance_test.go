@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -52,7 +53,7 @@ func TestReadSpecs(t *testing.T) {
 	// The focus of a spec matches what ginkgo matches for it (the suite's
 	// description, a space, the spec's full text) and nothing else, though
 	// the text holds regexp metacharacters.
-	re := regexp.MustCompile(focusOf(suite, specs[1]))
+	re := regexp.MustCompile(focusOf(suite, []ginkgoSpec{specs[1]}))
 	for text, want := range map[string]bool{
 		suite + " " + specs[1].fullText():           true,
 		suite + " " + specs[0].fullText():           false,
@@ -179,5 +180,55 @@ func TestShortFile(t *testing.T) {
 		if got := shortFile(in); got != want {
 			t.Errorf("shortFile(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestUnits: the specs of an Ordered container (found in the source, even
+// when its decorators span lines) run in one process, in listing order;
+// the others alone; a focus for a unit matches its specs and no other.
+func TestUnits(t *testing.T) {
+	root := t.TempDir()
+	src := `package x
+var _ = ginkgo.Describe("outer", func() {
+	ginkgo.When("ordered", ginkgo.Ordered, func() {
+	})
+	ginkgo.When("plain", func() {
+	})
+	ginkgo.Context("split",
+		ginkgo.Ordered, func() {
+	})
+})
+`
+	if err := os.MkdirAll(filepath.Join(root, "k8s.io/x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "k8s.io/x/a_test.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loc := func(line int) codeLocation { return codeLocation{FileName: "k8s.io/x/a_test.go", LineNumber: line} }
+	spec := func(leaf string, lines ...int) ginkgoSpec {
+		s := ginkgoSpec{LeafNodeText: leaf, ContainerHierarchyTexts: []string{"outer"}, ContainerHierarchyLocations: []codeLocation{loc(2)}}
+		for _, l := range lines {
+			s.ContainerHierarchyTexts = append(s.ContainerHierarchyTexts, fmt.Sprint("c", l))
+			s.ContainerHierarchyLocations = append(s.ContainerHierarchyLocations, loc(l))
+		}
+		return s
+	}
+	specs := []ginkgoSpec{spec("a1", 3), spec("p1", 5), spec("a2", 3), spec("s1", 7), spec("alone"), spec("s2", 7), spec("p2", 5)}
+	got, err := units(specs, (&orderedSource{root: root}).ordered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[[0 2] [1] [3 5] [4] [6]]"; fmt.Sprint(got) != want {
+		t.Errorf("units = %v, want %v", got, want)
+	}
+	re := regexp.MustCompile(focusOf("S", []ginkgoSpec{specs[0], specs[2]}))
+	for i, s := range specs {
+		if want := i == 0 || i == 2; re.MatchString("S "+s.fullText()) != want {
+			t.Errorf("unit focus on %q: match %v, want %v", s.fullText(), !want, want)
+		}
+	}
+	if _, err := units([]ginkgoSpec{{ContainerHierarchyLocations: []codeLocation{{FileName: "k8s.io/missing.go", LineNumber: 1}}}}, (&orderedSource{root: root}).ordered); err == nil {
+		t.Error("a container whose source cannot be read: no error")
 	}
 }

@@ -1,9 +1,10 @@
 // Command conformance runs the upstream Kubernetes [NodeConformance] e2e
-// specs against a node, one spec per e2e.test process, a few at a time, and
+// specs against a node, one spec per e2e.test process (the specs of an
+// Ordered container share one), a few at a time, and
 // writes the results; hack/conformance.sh starts the cluster and the node
 // around it (see the README's "Conformance" section).
 //
-//	conformance run -e2e E2E.TEST -out DIR -node NAME [-focus RE] [-skip RE] [-files RE] [-output-dir-flag F] [-parallel N] [-timeout D] -- E2E-ARGS...
+//	conformance run -e2e E2E.TEST -out DIR -node NAME [-focus RE] [-skip RE] [-files RE] [-source DIR] [-output-dir-flag F] [-parallel N] [-timeout D] -- E2E-ARGS...
 //	conformance compare WASMLET/summary.json KUBELET/summary.json
 //
 // run writes DIR/summary.json, DIR/junit.xml, DIR/table.txt and, per spec,
@@ -51,7 +52,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: conformance run -e2e E2E.TEST -out DIR -node NAME [-focus RE] [-skip RE] [-files RE] [-output-dir-flag F] [-parallel N] [-timeout D] -- E2E-ARGS...")
+	fmt.Fprintln(os.Stderr, "usage: conformance run -e2e E2E.TEST -out DIR -node NAME [-focus RE] [-skip RE] [-files RE] [-source DIR] [-output-dir-flag F] [-parallel N] [-timeout D] -- E2E-ARGS...")
 	fmt.Fprintln(os.Stderr, "       conformance compare WASMLET/summary.json KUBELET/summary.json")
 	os.Exit(2)
 }
@@ -64,6 +65,7 @@ func runCmd(args []string) error {
 	fs.StringVar(&cfg.Node, "node", "wasmlet", "the node under test, for the results")
 	fs.StringVar(&cfg.Focus, "focus", `\[NodeConformance\]`, "ginkgo focus")
 	fs.StringVar(&cfg.Skip, "skip", `\[Serial\]|\[Disruptive\]|\[Flaky\]`, "ginkgo skip")
+	source := fs.String("source", "", "the directory the suite's source paths are relative to (the Go module cache it was built from), read to find Ordered containers; empty: every spec runs alone")
 	files := fs.String("files", "", "keep only the specs whose source file matches this regular expression")
 	fs.StringVar(&cfg.OutputDirFlag, "output-dir-flag", "--e2e-output-dir", "the suite's flag for a spec's output directory (empty: none)")
 	fs.IntVar(&cfg.Parallel, "parallel", 3, "specs at once")
@@ -91,9 +93,18 @@ func runCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("conformance %s: %d specs selected (focus %q, skip %q, files %q), %d at a time\n", cfg.Node, len(specs), cfg.Focus, cfg.Skip, *files, cfg.Parallel)
+	isOrdered := func(codeLocation) (bool, error) { return false, nil }
+	if *source != "" {
+		isOrdered = (&orderedSource{root: *source}).ordered
+	}
+	groups, err := units(specs, isOrdered)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("conformance %s: %d specs selected (focus %q, skip %q, files %q), %d processes (the specs of an Ordered container share one), %d at a time\n",
+		cfg.Node, len(specs), cfg.Focus, cfg.Skip, *files, len(groups), cfg.Parallel)
 	start := time.Now()
-	s := &Summary{Node: cfg.Node, Specs: runAll(ctx, cfg, suite, specs)}
+	s := &Summary{Node: cfg.Node, Specs: runAll(ctx, cfg, suite, specs, groups)}
 	if err := writeResults(cfg.Out, s); err != nil {
 		return err
 	}

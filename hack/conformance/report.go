@@ -21,13 +21,14 @@ type ginkgoReport struct {
 
 // ginkgoSpec is one spec of a ginkgo report.
 type ginkgoSpec struct {
-	ContainerHierarchyTexts []string
-	LeafNodeType            string
-	LeafNodeText            string
-	LeafNodeLocation        struct{ FileName string }
-	State                   string
-	RunTime                 time.Duration
-	Failure                 struct{ Message string }
+	ContainerHierarchyTexts     []string
+	ContainerHierarchyLocations []codeLocation
+	LeafNodeType                string
+	LeafNodeText                string
+	LeafNodeLocation            struct{ FileName string }
+	State                       string
+	RunTime                     time.Duration
+	Failure                     struct{ Message string }
 }
 
 // fullText is the text ginkgo's --ginkgo.focus matches: the container texts

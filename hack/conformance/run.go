@@ -76,15 +76,23 @@ func list(ctx context.Context, cfg runConfig) (string, []ginkgoSpec, error) {
 	return suite, selected, nil
 }
 
-// focusOf is a focus matching exactly one spec: ginkgo matches it against
-// the suite's description, a space and the spec's full text.
-func focusOf(suite string, s ginkgoSpec) string {
-	return "^" + regexp.QuoteMeta(suite+" "+s.fullText()) + "$"
+// focusOf is a focus matching exactly the given specs: ginkgo matches it
+// against the suite's description, a space and the spec's full text.
+func focusOf(suite string, specs []ginkgoSpec) string {
+	alts := make([]string, len(specs))
+	for i, s := range specs {
+		alts[i] = regexp.QuoteMeta(suite + " " + s.fullText())
+	}
+	if len(alts) == 1 {
+		return "^" + alts[0] + "$"
+	}
+	return "^(?:" + strings.Join(alts, "|") + ")$"
 }
 
-// runAll runs each spec in its own e2e.test process, cfg.Parallel at a
-// time, and returns their results in the listing's order.
-func runAll(ctx context.Context, cfg runConfig, suite string, specs []ginkgoSpec) []Spec {
+// runAll runs the specs, each unit (a spec, or the specs of one Ordered
+// container) in its own e2e.test process, cfg.Parallel at a time, and
+// returns their results in the listing's order.
+func runAll(ctx context.Context, cfg runConfig, suite string, specs []ginkgoSpec, groups [][]int) []Spec {
 	results := make([]Spec, len(specs))
 	var (
 		mu                     sync.Mutex
@@ -116,36 +124,39 @@ func runAll(ctx context.Context, cfg runConfig, suite string, specs []ginkgoSpec
 			}
 		}
 	}()
-	next := make(chan int)
+	next := make(chan []int)
 	for w := 0; w < cfg.Parallel; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
+			for u := range next {
 				mu.Lock()
-				running[i] = time.Now()
+				running[u[0]] = time.Now()
 				mu.Unlock()
-				r := runOne(ctx, cfg, suite, i, specs[i])
+				rs := runUnit(ctx, cfg, suite, u, specs)
 				mu.Lock()
-				delete(running, i)
-				results[i] = r
-				done++
-				switch {
-				case passed(r.State):
-					npassed++
-				case r.State != "skipped":
-					nfailed++
+				delete(running, u[0])
+				for k, i := range u {
+					r := rs[k]
+					results[i] = r
+					done++
+					switch {
+					case passed(r.State):
+						npassed++
+					case r.State != "skipped":
+						nfailed++
+					}
+					fmt.Fprintf(cfg.Progress, "conformance %s: [%d/%d] %-7s %5.0fs %s  (passed %d, not passed %d, %s elapsed)\n",
+						cfg.Node, done, len(specs), strings.ToUpper(r.State), r.Seconds, r.Name, npassed, nfailed,
+						time.Since(start).Round(time.Second))
 				}
-				fmt.Fprintf(cfg.Progress, "conformance %s: [%d/%d] %-7s %5.0fs %s  (passed %d, not passed %d, %s elapsed)\n",
-					cfg.Node, done, len(specs), strings.ToUpper(r.State), r.Seconds, r.Name, npassed, nfailed,
-					time.Since(start).Round(time.Second))
 				mu.Unlock()
 			}
 		}()
 	}
-	for i := range specs {
+	for _, u := range groups {
 		select {
-		case next <- i:
+		case next <- u:
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
@@ -162,77 +173,97 @@ func runAll(ctx context.Context, cfg runConfig, suite string, specs []ginkgoSpec
 	return results
 }
 
-// runOne runs one spec and reads its result from the report it writes.
-func runOne(ctx context.Context, cfg runConfig, suite string, i int, s ginkgoSpec) Spec {
-	res := Spec{Name: s.fullText(), File: shortFile(s.LeafNodeLocation.FileName)}
-	dir := filepath.Join(cfg.Out, "specs", fmt.Sprintf("%03d", i+1))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		res.State, res.Failure = "failed", "harness: "+err.Error()
+// runUnit runs the specs of one unit (their indexes in specs) in one
+// process and reads their results from the report it writes, in the
+// unit's order. The process's log and report are in specs/NNN of the
+// unit's first spec.
+func runUnit(ctx context.Context, cfg runConfig, suite string, unit []int, specs []ginkgoSpec) []Spec {
+	res := make([]Spec, len(unit))
+	mine := make([]ginkgoSpec, len(unit))
+	for k, i := range unit {
+		mine[k] = specs[i]
+		res[k] = Spec{Name: specs[i].fullText(), File: shortFile(specs[i].LeafNodeLocation.FileName)}
+	}
+	fail := func(msg string) []Spec {
+		for k := range res {
+			res[k].State, res[k].Failure = "failed", msg
+		}
 		return res
 	}
+	dir := filepath.Join(cfg.Out, "specs", fmt.Sprintf("%03d", unit[0]+1))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail("harness: " + err.Error())
+	}
 	report := filepath.Join(dir, "report.json")
-	args := append(append([]string{}, cfg.Args...), "--ginkgo.no-color", "--ginkgo.focus", focusOf(suite, s),
+	args := append(append([]string{}, cfg.Args...), "--ginkgo.no-color", "--ginkgo.focus", focusOf(suite, mine),
 		"--ginkgo.json-report", report)
 	if cfg.OutputDirFlag != "" {
 		args = append(args, cfg.OutputDirFlag, dir)
 	}
 	logf, err := os.Create(filepath.Join(dir, "log"))
 	if err != nil {
-		res.State, res.Failure = "failed", "harness: "+err.Error()
-		return res
+		return fail("harness: " + err.Error())
 	}
 	defer logf.Close()
-	fmt.Fprintf(logf, "# %s\n", res.Name)
+	for _, r := range res {
+		fmt.Fprintf(logf, "# %s\n", r.Name)
+	}
 	cmd := exec.Command(cfg.E2E, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
-		res.State, res.Failure = "failed", "harness: start e2e.test: "+err.Error()
-		return res
+		return fail("harness: start e2e.test: " + err.Error())
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 	killed := ""
+	limit := cfg.Timeout * time.Duration(len(unit))
 	select {
 	case <-waited:
-	case <-time.After(cfg.Timeout):
-		killed = fmt.Sprintf("the spec's process ran past the harness's %v limit", cfg.Timeout)
+	case <-time.After(limit):
+		killed = fmt.Sprintf("the spec's process ran past the harness's %v limit", limit)
 		stop(cmd, waited)
 	case <-ctx.Done():
 		killed = "the harness was interrupted while this spec ran"
 		stop(cmd, waited)
 	}
-	res.Seconds = time.Since(began).Seconds()
+	seconds := time.Since(began).Seconds()
 	_, got, err := readSpecs(report)
-	var mine []ginkgoSpec
 	ran := 0
 	for _, g := range got {
-		if g.fullText() == res.Name {
-			mine = append(mine, g)
-		}
 		if g.State != "skipped" && g.State != "pending" {
 			ran++
 		}
 	}
-	switch {
-	case err != nil:
-		res.State, res.Failure = "failed", "no report from e2e.test: "+err.Error()
-	case len(mine) != 1 || ran > 1:
-		// The focus missed the spec or took others too: a harness defect,
-		// shown as a failure rather than hidden.
-		res.State, res.Failure = "failed", fmt.Sprintf("harness: the report has %d specs of this text and %d run, want 1", len(mine), ran)
-	default:
-		res.State, res.Failure = mine[0].State, mine[0].Failure.Message
-		if mine[0].RunTime > 0 {
-			res.Seconds = mine[0].RunTime.Seconds()
+	for k := range res {
+		r := &res[k]
+		r.Seconds = seconds
+		var found []ginkgoSpec
+		for _, g := range got {
+			if g.fullText() == r.Name {
+				found = append(found, g)
+			}
 		}
-	}
-	if killed != "" {
-		if passed(res.State) || res.State == "skipped" {
-			res.State = "timedout"
+		switch {
+		case err != nil:
+			r.State, r.Failure = "failed", "no report from e2e.test: "+err.Error()
+		case len(found) != 1 || ran > len(unit):
+			// The focus missed the spec or took others too: a harness
+			// defect, shown as a failure rather than hidden.
+			r.State, r.Failure = "failed", fmt.Sprintf("harness: the report has %d specs of this text and %d run, want 1 of %d", len(found), ran, len(unit))
+		default:
+			r.State, r.Failure = found[0].State, found[0].Failure.Message
+			if found[0].RunTime > 0 {
+				r.Seconds = found[0].RunTime.Seconds()
+			}
 		}
-		res.Failure = strings.TrimSpace(killed + "\n" + res.Failure)
+		if killed != "" {
+			if passed(r.State) || r.State == "skipped" {
+				r.State = "timedout"
+			}
+			r.Failure = strings.TrimSpace(killed + "\n" + r.Failure)
+		}
 	}
 	return res
 }

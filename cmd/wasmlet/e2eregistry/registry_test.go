@@ -64,6 +64,12 @@ func run(t *testing.T, args ...string) (int, string, string) {
 	home := t.TempDir()
 	cmd := exec.Command(*wasmlet, args...)
 	cmd.Env = append(os.Environ(), "HOME="+home, "DOCKER_CONFIG="+home, "SOURCE_DATE_EPOCH=1767225600")
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and returns its exit status, stdout and stderr.
+func runCmd(t *testing.T, cmd *exec.Cmd) (int, string, string) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

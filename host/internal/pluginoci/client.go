@@ -119,6 +119,14 @@ func ParseReference(s string) (name.Reference, error) {
 	return ref, nil
 }
 
+// RemoteOptions are the go-containerregistry options the client reaches a
+// registry with — its keychain, its transport (with the loopback-only rule
+// for plain HTTP and the CA file) and its user agent — for packages that
+// read or write other objects in the same registry, such as signatures.
+func (c *Client) RemoteOptions(ctx context.Context) []remote.Option {
+	return c.options(ctx)
+}
+
 func (c *Client) options(ctx context.Context) []remote.Option {
 	return []remote.Option{
 		remote.WithContext(ctx),
@@ -126,6 +134,13 @@ func (c *Client) options(ctx context.Context) []remote.Option {
 		remote.WithTransport(c.transport),
 		remote.WithUserAgent(c.userAgent),
 	}
+}
+
+// Explain adds what a registry's refusal means to err: ErrUnauthorized for
+// a 401 or 403, a hint at --registry-ca for an unknown certificate
+// authority.
+func Explain(err error) error {
+	return explain(err)
 }
 
 // explain adds what a registry's refusal means to err.
@@ -264,4 +279,21 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Plugin, v1.Hash, error)
 		return fail(fmt.Errorf("%w: %v", ErrNotPlugin, err))
 	}
 	return p, desc.Digest, nil
+}
+
+// Resolve returns ref (a tag or a digest reference) as a digest reference,
+// asking the registry for a tag's current manifest digest.
+func (c *Client) Resolve(ctx context.Context, ref string) (name.Digest, error) {
+	r, err := ParseReference(ref)
+	if err != nil {
+		return name.Digest{}, err
+	}
+	if d, ok := r.(name.Digest); ok {
+		return d, nil
+	}
+	desc, err := remote.Head(r, c.options(ctx)...)
+	if err != nil {
+		return name.Digest{}, fmt.Errorf("resolve %s: %w", ref, explain(err))
+	}
+	return r.Context().Digest(desc.Digest.String()), nil
 }

@@ -178,21 +178,24 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 		api.Phase, api.Reason, api.Message = v1.PodFailed, status.ReasonDeadlineExceeded, status.MessageDeadlineExceeded
 		s.cfg.Events.Event(p, v1.EventTypeNormal, status.ReasonDeadlineExceeded, api.Message)
 	}
-	s.cfg.Statuses.SetPodStatus(p, api)
 	defer func() { s.cfg.Records.Synced(p.UID, time.Now()) }()
 	if api.Phase == v1.PodSucceeded || api.Phase == v1.PodFailed {
-		// A pod in a terminal phase only gets its remains stopped, and
-		// then its volumes torn down, as the kubelet's.
+		// A pod in a terminal phase only gets its remains stopped (its
+		// sidecars, say), and then its volumes torn down, as the
+		// kubelet's.
 		if rs.Running() {
-			if err := s.cfg.Runtime.KillPod(ctx, p, rs, nil); err != nil {
+			if err := s.stopRemains(ctx, p, rs, api); err != nil {
 				return err
 			}
+		} else {
+			s.cfg.Statuses.SetPodStatus(p, api)
 		}
 		if s.cfg.Volumes != nil {
 			return s.cfg.Volumes.Unmount(p)
 		}
 		return nil
 	}
+	s.cfg.Statuses.SetPodStatus(p, api)
 	if s.cfg.Volumes != nil {
 		if err := s.cfg.Volumes.Mount(ctx, p); err != nil {
 			s.cfg.Events.Event(p, v1.EventTypeWarning, "FailedMount", err.Error())
@@ -221,6 +224,31 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 	}
 	s.observeStart(p, &api)
 	return res.Error()
+}
+
+// stopRemains stops what still runs of a pod whose phase became terminal
+// (final). Until they are stopped the pod keeps the phase it had, as the
+// kubelet reports a terminal phase only once none of the pod's containers
+// can run (its status manager's mergePodStatus): a client that sees the
+// phase then sees every container's end too. The status after the stop is
+// final's phase with the containers' ends.
+func (s *Syncer) stopRemains(ctx context.Context, p *v1.Pod, rs *container.PodStatus, final v1.PodStatus) error {
+	held := final
+	held.Phase, held.Reason, held.Message = v1.PodPending, "", ""
+	if prev := s.previous(p.UID); prev != nil {
+		held.Phase, held.Reason, held.Message = prev.Phase, prev.Reason, prev.Message
+	}
+	s.cfg.Statuses.SetPodStatus(p, held)
+	if err := s.cfg.Runtime.KillPod(ctx, p, rs, nil); err != nil {
+		return err
+	}
+	if fresh, ok := s.readBack(ctx, p); ok {
+		phase, reason, message := final.Phase, final.Reason, final.Message
+		final = s.generateWith(p, fresh, &held, !config.IsStatic(p))
+		final.Phase, final.Reason, final.Message = phase, reason, message
+	}
+	s.cfg.Statuses.SetPodStatus(p, final)
+	return nil
 }
 
 // stepEvents records the kubelet's events for failed steps:
@@ -303,7 +331,10 @@ func (s *Syncer) terminate(ctx context.Context, p *v1.Pod, grace time.Duration, 
 	}
 	if _, ok := s.cfg.Pods.PodByUID(p.UID); ok {
 		if fresh, ok := s.readBack(ctx, p); ok {
-			s.cfg.Statuses.SetPodStatus(p, s.generate(p, fresh, s.previous(p.UID)))
+			// The pod is stopped for good: its final status is terminal
+			// (a static pod's is left to its restart policy, as the
+			// kubelet leaves it).
+			s.cfg.Statuses.SetPodStatus(p, s.generateWith(p, fresh, s.previous(p.UID), !config.IsStatic(p)))
 		}
 	}
 	return nil
@@ -333,7 +364,13 @@ func (s *Syncer) readBack(ctx context.Context, p *v1.Pod) (*container.PodStatus,
 }
 
 func (s *Syncer) generate(p *v1.Pod, rs *container.PodStatus, prev *v1.PodStatus) v1.PodStatus {
-	in := status.Input{Pod: p, Runtime: rs, Previous: prev, RuntimeName: s.cfg.Runtime.Name(), HostIPs: s.cfg.HostIPs, Waiting: s.cfg.Runtime.WaitingReason}
+	return s.generateWith(p, rs, prev, false)
+}
+
+// generateWith is generate for a pod the workers stopped for good when
+// terminal is true (status.Input.Terminal).
+func (s *Syncer) generateWith(p *v1.Pod, rs *container.PodStatus, prev *v1.PodStatus, terminal bool) v1.PodStatus {
+	in := status.Input{Pod: p, Runtime: rs, Previous: prev, RuntimeName: s.cfg.Runtime.Name(), HostIPs: s.cfg.HostIPs, Waiting: s.cfg.Runtime.WaitingReason, Terminal: terminal}
 	if s.cfg.Probes != nil {
 		in.Probes = s.cfg.Probes
 	}

@@ -137,3 +137,83 @@ func TestSyncer_Terminate_failure(t *testing.T) {
 		t.Errorf("after a later sync: %s/%s, runtime synced %d times, want Failed/Evicted and 1", st.Phase, st.Reason, rt.synced)
 	}
 }
+
+// sidecarRuntime runs a pod whose regular container "c" has exited 0 and
+// whose sidecar "s" runs until KillPod, which records the pod's status as
+// the agent holds it while the kill is under way.
+type sidecarRuntime struct {
+	fakeRuntime
+	statuses  *status.Manager
+	duringPod v1.PodStatus
+}
+
+func (f *sidecarRuntime) KillPod(ctx context.Context, p *v1.Pod, rs *container.PodStatus, o *int64) error {
+	f.duringPod, _ = f.statuses.PodStatus(p.UID)
+	return f.fakeRuntime.KillPod(ctx, p, rs, o)
+}
+
+func (f *sidecarRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*container.PodStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	start := time.Now().Add(-time.Minute)
+	s := &container.PodStatus{UID: uid, Name: name, Namespace: ns, Timestamp: time.Now(),
+		Sandboxes: []*container.SandboxStatus{{ID: "sb", Ready: !f.killed, CreatedAt: start, IPs: []string{"10.0.0.7"}}},
+		Containers: []*container.ContainerStatus{
+			{ID: "c1", SandboxID: "sb", Name: "c", State: container.StateExited, CreatedAt: start, StartedAt: start, FinishedAt: start.Add(time.Second), Reason: "Completed"},
+			{ID: "s1", SandboxID: "sb", Name: "s", State: container.StateRunning, CreatedAt: start, StartedAt: start},
+		},
+	}
+	if f.killed {
+		s.Containers[1].State, s.Containers[1].Reason, s.Containers[1].FinishedAt = container.StateExited, "Completed", time.Now()
+	} else {
+		s.IPs = []string{"10.0.0.7"}
+	}
+	return s, nil
+}
+
+// A pod whose regular containers finished (restartPolicy Never) has its
+// sidecar stopped, and shows its terminal phase only once the sidecar is
+// stopped: while the kill runs the phase is still Running, afterwards it
+// is Succeeded with the sidecar's end in its status, as the kubelet shows a
+// terminal phase only once nothing of the pod can run.
+func TestSyncer_TerminalPhaseWaitsForSidecars(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
+		Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyNever,
+			InitContainers: []v1.Container{{Name: "s", Image: "img", RestartPolicy: &always}},
+			Containers:     []v1.Container{{Name: "c", Image: "img"}}}}
+	statuses := status.NewManager()
+	rt := &sidecarRuntime{statuses: statuses}
+	statuses.SetPodStatus(p, v1.PodStatus{Phase: v1.PodRunning})
+	s, err := New(Config{Runtime: rt, Cache: sidecarCache{rt}, Statuses: statuses, Pods: onePod{p},
+		Records: podstate.New(podstate.Config{}), Events: &recorded{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(context.Background(), worker.Work{Kind: worker.Sync, Pod: p}); err != nil {
+		t.Fatal(err)
+	}
+	if !rt.killed {
+		t.Fatal("the sidecar of a finished pod was not stopped")
+	}
+	if rt.duringPod.Phase != v1.PodRunning {
+		t.Errorf("phase while the sidecar stops = %s, want Running (held)", rt.duringPod.Phase)
+	}
+	st, _ := statuses.PodStatus(p.UID)
+	if st.Phase != v1.PodSucceeded {
+		t.Errorf("phase once stopped = %s, want Succeeded", st.Phase)
+	}
+	if len(st.InitContainerStatuses) != 1 || st.InitContainerStatuses[0].State.Terminated == nil {
+		t.Errorf("sidecar status %+v, want terminated", st.InitContainerStatuses)
+	}
+	if st.PodIP != "10.0.0.7" {
+		t.Errorf("pod IP once stopped = %q, want the one it had", st.PodIP)
+	}
+}
+
+type sidecarCache struct{ rt *sidecarRuntime }
+
+func (c sidecarCache) GetNewerThan(ctx context.Context, uid types.UID, _ time.Time) (*container.PodStatus, error) {
+	return c.rt.GetPodStatus(ctx, uid, "p", "ns")
+}
+func (sidecarCache) Set(types.UID, *container.PodStatus, error, time.Time) {}

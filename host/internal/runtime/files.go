@@ -139,6 +139,23 @@ func truncateHostname(h string) string {
 	return h
 }
 
+// fqdnMaxLen is the longest hostname the kernel holds (its nodename field
+// is 65 bytes with the terminating NUL).
+const fqdnMaxLen = 64
+
+// checkHostname refuses a pod whose hostname would be an FQDN longer than
+// the kernel holds, with the kubelet's message, before its sandbox is made.
+func checkHostname(pod *v1.Pod, clusterDomain string) error {
+	h, domain := podHostnameAndDomain(pod, clusterDomain)
+	if domain == "" || pod.Spec.SetHostnameAsFQDN == nil || !*pod.Spec.SetHostnameAsFQDN {
+		return nil
+	}
+	if fqdn := h + "." + domain; len(fqdn) > fqdnMaxLen {
+		return fmt.Errorf("failed to construct FQDN from pod hostname and cluster domain, FQDN %s is too long (%d characters is the max, %d characters requested)", fqdn, fqdnMaxLen, len(fqdn))
+	}
+	return nil
+}
+
 // sandboxHostname is the hostname the sandbox gets: the pod's hostname,
 // or its FQDN with setHostnameAsFQDN.
 func sandboxHostname(pod *v1.Pod, clusterDomain string) string {

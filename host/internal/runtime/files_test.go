@@ -86,6 +86,15 @@ func TestWriteHostsFile(t *testing.T) {
 	if h := sandboxHostname(pod, "cluster.local"); h != "web.sub.ns.svc.cluster.local" {
 		t.Errorf("FQDN hostname %q", h)
 	}
+	if err := checkHostname(pod, "cluster.local"); err != nil {
+		t.Errorf("a 28-byte FQDN refused: %v", err)
+	}
+	// An FQDN over 64 bytes cannot be the kernel's hostname: the sandbox
+	// is refused with the kubelet's message.
+	if err := checkHostname(pod, "a-cluster-domain-long-enough-to-push-the-fqdn-over.example"); err == nil ||
+		!strings.HasPrefix(err.Error(), "failed to construct FQDN from pod hostname and cluster domain, FQDN web.sub.ns.svc.") {
+		t.Errorf("a long FQDN: error %v", err)
+	}
 	pod.Spec.HostnameOverride = ptr.To("override")
 	if h := sandboxHostname(pod, "cluster.local"); h != "override" {
 		t.Errorf("hostnameOverride: %q", h)

@@ -20,11 +20,14 @@ const MinimumGracePeriod int64 = 2
 // annotations say (the API default).
 const DefaultGracePeriod int64 = 30
 
-// KillPod stops the pod's running containers in parallel, each with its
-// grace period (PreStop first), then its ready sandboxes, then — if it
-// stopped anything — calls the PodTerminated hook. pod may be nil for a
-// pod known only to the runtime; gracePeriodOverride, when set, replaces
-// every grace period.
+// KillPod stops the pod's running containers, each with its grace period
+// (PreStop first), then its ready sandboxes, then — if it stopped
+// anything — calls the PodTerminated hook. Every container's PreStop runs
+// at once; the regular containers then stop in parallel, and the
+// sidecars (restartable init containers) after them in reverse order,
+// each within what is left of its grace period (see termination). pod may
+// be nil for a pod known only to the runtime; gracePeriodOverride, when
+// set, replaces every grace period.
 func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *container.PodStatus, gracePeriodOverride *int64) error {
 	if status == nil {
 		return nil
@@ -35,10 +38,17 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		errs    []error
 		stopped bool // something was running: PodTerminated is due
 	)
+	var live []*container.ContainerStatus
 	for _, cs := range status.Containers {
-		if cs.State != container.StateRunning && cs.State != container.StateCreated && cs.State != container.StateUnknown {
-			continue
+		if cs.State == container.StateRunning || cs.State == container.StateCreated || cs.State == container.StateUnknown {
+			live = append(live, cs)
 		}
+	}
+	var order *termination
+	if pod != nil {
+		order = newTermination(pod, live)
+	}
+	for _, cs := range live {
 		var spec *v1.Container
 		if pod != nil {
 			spec = podspec.FindContainer(pod, cs.Name)
@@ -47,7 +57,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := m.killContainerStatus(ctx, pod, spec, cs, "Stopping container "+cs.Name, gracePeriodOverride); err != nil {
+			if err := m.killContainerStatus(ctx, pod, spec, cs, "Stopping container "+cs.Name, gracePeriodOverride, order); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -97,23 +107,31 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, spec *v1.Conta
 	if spec != nil {
 		cs.Name = spec.Name
 	}
-	return m.killContainerStatus(ctx, pod, spec, cs, message, override)
+	return m.killContainerStatus(ctx, pod, spec, cs, message, override, nil)
 }
 
-// killContainerStatus runs the PreStop hooks within the grace period,
-// then stops the container with what is left of it (at least 2 s).
-func (m *Manager) killContainerStatus(ctx context.Context, pod *v1.Pod, spec *v1.Container, cs *container.ContainerStatus, message string, override *int64) error {
+// killContainerStatus runs the PreStop hooks within the grace period
+// (override, when set, replaces it), waits for the container's turn in
+// order (nil: no wait), then stops the container with what is left of the
+// grace period (at least 2 s), as the kubelet's killContainer.
+func (m *Manager) killContainerStatus(ctx context.Context, pod *v1.Pod, spec *v1.Container, cs *container.ContainerStatus, message string, override *int64, order *termination) error {
 	grace := gracePeriod(pod, cs)
+	if override != nil {
+		grace = *override
+	}
 	if grace > 0 && pod != nil && spec != nil {
 		start := time.Now()
 		m.preStop(ctx, pod, spec, cs.ID, grace)
 		grace -= int64(time.Since(start).Seconds())
 	}
+	if order != nil {
+		defer order.stopped(cs.Name)
+		if grace > 0 {
+			grace -= int64(order.waitTurn(ctx, cs.Name, time.Duration(grace)*time.Second).Seconds())
+		}
+	}
 	if grace < MinimumGracePeriod {
 		grace = MinimumGracePeriod
-	}
-	if override != nil {
-		grace = *override
 	}
 	who := cs.Name
 	if pod != nil {

@@ -128,6 +128,9 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	if err != nil {
 		return nil, "", nil, err
 	}
+	if err := checkHostname(pod, m.cfg.ClusterDomain); err != nil {
+		return nil, "", nil, err
+	}
 	cfg := m.sandboxConfig(pod, attempt)
 	if m.cfg.DNS != nil {
 		dc, warning, err := m.cfg.DNS.ForPod(pod)

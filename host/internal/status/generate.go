@@ -39,6 +39,14 @@ type Input struct {
 	Probes Probes
 	// Now is the time of the status; zero means time.Now().
 	Now time.Time
+	// Terminal says the pod workers stopped the pod for good (it was
+	// deleted, evicted or finished): its containers will not restart
+	// whatever the restart policy, so a pod whose containers all stopped
+	// is Succeeded or Failed, and one still Pending or Running is Failed
+	// with every container that never ended marked ContainerStatusUnknown
+	// (exit code 137), as the kubelet's status manager terminates a pod.
+	// Callers leave it false for static pods, as the kubelet does.
+	Terminal bool
 }
 
 // Probes gives probe results (prober.Manager).
@@ -76,7 +84,7 @@ func Generate(in Input) v1.PodStatus {
 		s.EphemeralContainerStatuses = containerStatuses(in, rs, eph, prev.EphemeralContainerStatuses, false)
 	}
 
-	s.Phase = Phase(pod, s.InitContainerStatuses, s.ContainerStatuses)
+	s.Phase = phase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Terminal)
 	// A pod never leaves a terminal phase.
 	if prev.Phase == v1.PodFailed || prev.Phase == v1.PodSucceeded {
 		s.Phase = prev.Phase
@@ -98,7 +106,10 @@ func Generate(in Input) v1.PodStatus {
 		for _, ip := range ips {
 			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
 		}
-	} else if prev.PodIP != "" && rs.Running() {
+	} else if prev.PodIP != "" && !sandboxReady(rs) {
+		// A pod whose sandbox stopped keeps the IPs it had, as the
+		// kubelet's PLEG keeps an exited pod's: a terminating or
+		// terminated pod still shows where it ran.
 		s.PodIP, s.PodIPs = prev.PodIP, prev.PodIPs
 	}
 
@@ -108,6 +119,9 @@ func Generate(in Input) v1.PodStatus {
 		s.StartTime = &t
 	}
 	s.Conditions = conditions(pod, rs, &s, prev, now)
+	if in.Terminal {
+		terminate(&s)
+	}
 	return s
 }
 
@@ -228,10 +242,70 @@ func apiState(r *container.ContainerStatus, runtimeName string) v1.ContainerStat
 	return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 }
 
+// sandboxReady reports whether one of the pod's sandboxes is ready.
+func sandboxReady(rs *container.PodStatus) bool {
+	for _, sb := range rs.Sandboxes {
+		if sb.Ready {
+			return true
+		}
+	}
+	return false
+}
+
+// statusUnknownMessage is the kubelet's message for a container that never
+// ended when its pod was terminated.
+const statusUnknownMessage = "The container could not be located when the pod was terminated"
+
+// terminate is the kubelet status manager's TerminatePod on a generated
+// status: a container of an initialized pod (and an init container before
+// the last one that ran) that never ended is marked terminated with
+// ContainerStatusUnknown, and a phase that is not yet terminal becomes
+// Failed.
+func terminate(s *v1.PodStatus) {
+	unknown := func(cs *v1.ContainerStatus) {
+		if cs.State.Terminated == nil {
+			cs.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+				Reason: "ContainerStatusUnknown", Message: statusUnknownMessage, ExitCode: 137,
+			}}
+		}
+	}
+	initialized := false
+	for _, c := range s.Conditions {
+		if c.Type == v1.PodInitialized && c.Status == v1.ConditionTrue {
+			initialized = true
+		}
+	}
+	if initialized {
+		for i := range s.ContainerStatuses {
+			unknown(&s.ContainerStatuses[i])
+		}
+	}
+	// Init containers up to the last one with evidence of a start.
+	last := -1
+	for i, cs := range s.InitContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			last = i
+		}
+	}
+	for i := 0; i < last; i++ {
+		unknown(&s.InitContainerStatuses[i])
+	}
+	if s.Phase != v1.PodSucceeded && s.Phase != v1.PodFailed {
+		s.Phase = v1.PodFailed
+	}
+}
+
 // Phase is the kubelet's getPhase: Pending until every container has run,
 // Running while one runs (or will restart), Succeeded/Failed per the
 // restart policy once all have stopped.
 func Phase(pod *v1.Pod, inits, containers []v1.ContainerStatus) v1.PodPhase {
+	return phase(pod, inits, containers, false)
+}
+
+// phase is Phase; for a terminal pod (see Input.Terminal) whose containers
+// all stopped it is Succeeded when every one succeeded, else Failed,
+// whatever the restart policy.
+func phase(pod *v1.Pod, inits, containers []v1.ContainerStatus, terminal bool) v1.PodPhase {
 	pendingInit, failedInit := 0, 0
 	appRan := false
 	for _, c := range containers {
@@ -300,6 +374,12 @@ func Phase(pod *v1.Pod, inits, containers []v1.ContainerStatus) v1.PodPhase {
 	case running > 0 && unknown == 0:
 		return v1.PodRunning
 	case running == 0 && stopped > 0 && unknown == 0:
+		if terminal {
+			if stopped == succeeded {
+				return v1.PodSucceeded
+			}
+			return v1.PodFailed
+		}
 		if pod.Spec.RestartPolicy == v1.RestartPolicyAlways {
 			return v1.PodRunning
 		}

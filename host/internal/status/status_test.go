@@ -205,3 +205,63 @@ func TestGenerate_ReadinessGates(t *testing.T) {
 		t.Errorf("Ready with both gates True: %+v", s.Conditions[2])
 	}
 }
+
+// TestGenerate_Terminal: a pod the workers stopped for good is terminal
+// whatever its restart policy, as the kubelet's getPhase with
+// podIsTerminal and its status manager's TerminatePod make it: Succeeded
+// when every container succeeded, else Failed, and a container that never
+// ended is ContainerStatusUnknown with exit code 137. Without Terminal the
+// same runtime state is Running.
+func TestGenerate_Terminal(t *testing.T) {
+	stopped := func(cs ...*container.ContainerStatus) *container.PodStatus {
+		r := rs(cs...)
+		r.Sandboxes[0].Ready, r.IPs = false, nil
+		return r
+	}
+	for _, tc := range []struct {
+		name     string
+		pod      *v1.Pod
+		rs       *container.PodStatus
+		want     v1.PodPhase
+		wantCode int32
+		reason   string
+	}{
+		{"always killed", pod(v1.RestartPolicyAlways, nil, "a"), stopped(exited("a", 137, 0)), v1.PodFailed, 137, ""},
+		{"onfailure killed", pod(v1.RestartPolicyOnFailure, nil, "a"), stopped(exited("a", 137, 0)), v1.PodFailed, 137, ""},
+		{"always all succeeded", pod(v1.RestartPolicyAlways, nil, "a"), stopped(exited("a", 0, 0)), v1.PodSucceeded, 0, ""},
+		{"never started", pod(v1.RestartPolicyAlways, nil, "a"), stopped(), v1.PodFailed, 137, "ContainerStatusUnknown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if s := Generate(Input{Pod: tc.pod, Runtime: tc.rs, RuntimeName: "containerd", Now: t0}); s.Phase == tc.want {
+				t.Fatalf("without Terminal the phase is already %s: the case tests nothing", s.Phase)
+			}
+			s := Generate(Input{Pod: tc.pod, Runtime: tc.rs, RuntimeName: "containerd", Now: t0, Terminal: true})
+			if s.Phase != tc.want {
+				t.Fatalf("phase = %s, want %s", s.Phase, tc.want)
+			}
+			term := s.ContainerStatuses[0].State.Terminated
+			if term == nil || term.ExitCode != tc.wantCode || (tc.reason != "" && term.Reason != tc.reason) {
+				t.Errorf("container state = %+v, want terminated with %d %s", s.ContainerStatuses[0].State, tc.wantCode, tc.reason)
+			}
+		})
+	}
+}
+
+// TestGenerate_KeepsIPsOnceStopped: a pod whose sandbox stopped keeps the
+// IPs it had (a terminating pod still shows them); one with a ready
+// sandbox shows what the runtime says.
+func TestGenerate_KeepsIPsOnceStopped(t *testing.T) {
+	p := pod(v1.RestartPolicyNever, nil, "a")
+	first := Generate(Input{Pod: p, Runtime: rs(running("a")), Now: t0})
+	r := rs(exited("a", 1, 0))
+	r.Sandboxes[0].Ready, r.IPs = false, nil
+	s := Generate(Input{Pod: p, Runtime: r, Previous: &first, Now: t0})
+	if s.PodIP != "10.0.0.5" || len(s.PodIPs) != 1 {
+		t.Errorf("stopped pod's IPs = %q %v, want the previous 10.0.0.5", s.PodIP, s.PodIPs)
+	}
+	fresh := rs(running("a"))
+	fresh.Sandboxes[0].IPs, fresh.IPs = []string{"10.0.0.9"}, []string{"10.0.0.9"}
+	if s := Generate(Input{Pod: p, Runtime: fresh, Previous: &first, Now: t0}); s.PodIP != "10.0.0.9" {
+		t.Errorf("ready sandbox's IP = %q, want 10.0.0.9", s.PodIP)
+	}
+}

@@ -148,7 +148,9 @@ func (s *Source) Run(ctx context.Context, updates chan<- config.PodUpdate) error
 				// is back (at the flush below, else at the next tick).
 				watching = false
 			}
-			dirty[ev.Name] = true
+			// true: the path was removed or renamed away in this batch,
+			// so a file there at the flush is a new one.
+			dirty[ev.Name] = dirty[ev.Name] || ev.Has(fsnotify.Remove|fsnotify.Rename)
 			if flush == nil {
 				flush = time.After(s.cfg.Batch)
 			}
@@ -229,7 +231,10 @@ func (s *Source) duplicate(names map[string]string, path string, pod *v1.Pod) bo
 
 // refresh re-reads the given paths; it returns the pods that are new or
 // changed, and the pods whose file is gone or whose new content replaced
-// them under another UID.
+// them under another UID. A path whose value is true was removed since the
+// last refresh: a file there now is a new pod even with the same content,
+// so its pod is removed and added again (the kubelet's file source sees
+// the removal and the creation one after the other, and restarts the pod).
 func (s *Source) refresh(paths map[string]bool) (add, remove []*v1.Pod) {
 	sorted := make([]string, 0, len(paths))
 	for p := range paths {
@@ -262,7 +267,12 @@ func (s *Source) refresh(paths map[string]bool) (add, remove []*v1.Pod) {
 			continue
 		}
 		e := s.read(p)
-		if e == nil || e.pod == prev || e.pod == nil {
+		if paths[p] && prev != nil && e != nil && e.pod != nil {
+			// Removed and created again: the old pod goes, the file's is
+			// a new one.
+			drop(prev)
+			prev = nil
+		} else if e == nil || e.pod == prev || e.pod == nil {
 			// Unreadable, unchanged, or bad with its last good pod (or
 			// none) already sent.
 			continue

@@ -476,3 +476,33 @@ func TestSource_refresh_removed(t *testing.T) {
 		t.Errorf("a dangling symlink was not named:\n%s", logs.String())
 	}
 }
+
+// TestSource_refresh_recreated: a manifest removed and created again with
+// the same content within one batch removes its pod and adds it again (the
+// pod restarts, as on the kubelet); the same path merely written is an
+// unchanged pod.
+func TestSource_refresh_recreated(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.yaml")
+	if err := os.WriteFile(p, []byte(pod("a", "img:1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Path: dir, NodeName: "n1"})
+	pods := s.scan()
+	if len(pods) != 1 {
+		t.Fatalf("scan: %d pods", len(pods))
+	}
+	if add, remove := s.refresh(map[string]bool{p: false}); len(add) != 0 || len(remove) != 0 {
+		t.Fatalf("refresh of an unchanged file: add %d, remove %d; want none", len(add), len(remove))
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(pod("a", "img:1")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	add, remove := s.refresh(map[string]bool{p: true})
+	if len(add) != 1 || len(remove) != 1 || add[0].UID != pods[0].UID || remove[0].UID != pods[0].UID {
+		t.Fatalf("refresh after remove and create: add %d, remove %d; want the same pod removed and added", len(add), len(remove))
+	}
+}

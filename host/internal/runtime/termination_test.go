@@ -1,0 +1,75 @@
+package runtime
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/wasmlet/wasmlet/host/internal/container"
+)
+
+// TestTermination_SidecarsLastInReverse: every container's turn is waited
+// for at once; regular containers stop first, then the sidecars, the last
+// declared first; a plain init container and a container that is not
+// running hold nothing up.
+func TestTermination_SidecarsLastInReverse(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{
+			{Name: "s1", RestartPolicy: &always}, {Name: "init"}, {Name: "s2", RestartPolicy: &always},
+			{Name: "gone", RestartPolicy: &always}, {Name: "s3", RestartPolicy: &always},
+		},
+		Containers: []v1.Container{{Name: "a"}, {Name: "b"}, {Name: "exited"}},
+	}}
+	var live []*container.ContainerStatus
+	for _, n := range []string{"s3", "s1", "a", "s2", "b"} { // any order
+		live = append(live, &container.ContainerStatus{Name: n})
+	}
+	order := newTermination(pod, live)
+	var (
+		mu      sync.Mutex
+		stopped []string
+		wg      sync.WaitGroup
+	)
+	for _, cs := range live {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			order.waitTurn(context.Background(), cs.Name, time.Hour)
+			mu.Lock()
+			stopped = append(stopped, cs.Name)
+			mu.Unlock()
+			order.stopped(cs.Name)
+		}()
+	}
+	wg.Wait()
+	got := strings.Join(stopped, ",")
+	if got != "a,b,s3,s2,s1" && got != "b,a,s3,s2,s1" {
+		t.Errorf("stop order = %s, want a and b, then s3, s2, s1", got)
+	}
+}
+
+// TestTermination_GraceBoundsTheWait: a sidecar whose turn does not come
+// within its grace period is stopped anyway; a cancelled context ends the
+// wait too.
+func TestTermination_GraceBoundsTheWait(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	pod := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "s", RestartPolicy: &always}},
+		Containers:     []v1.Container{{Name: "a"}},
+	}}
+	order := newTermination(pod, []*container.ContainerStatus{{Name: "a"}, {Name: "s"}})
+	done := make(chan struct{})
+	go func() {
+		order.waitTurn(context.Background(), "s", time.Millisecond) // "a" never stops
+		close(done)
+	}()
+	<-done
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	order.waitTurn(ctx, "s", time.Hour)
+}
