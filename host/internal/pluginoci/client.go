@@ -185,11 +185,11 @@ func (c *Client) Push(ctx context.Context, ref string, p *Plugin, meta Meta) (v1
 	return d, nil
 }
 
-// Resolve returns the digest of the manifest ref names now, by a HEAD
+// ResolvePlugin returns the digest of the manifest ref names now, by a HEAD
 // request (go-containerregistry falls back to GET when the registry
 // answers none), and checks that it is an OCI image manifest. Nothing else
 // is read.
-func (c *Client) Resolve(ctx context.Context, ref string) (v1.Hash, error) {
+func (c *Client) ResolvePlugin(ctx context.Context, ref string) (v1.Hash, error) {
 	fail := func(err error) (v1.Hash, error) { return v1.Hash{}, fmt.Errorf("resolve %s: %w", ref, err) }
 	r, err := ParseReference(ref)
 	if err != nil {
