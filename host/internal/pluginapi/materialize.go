@@ -100,7 +100,7 @@ func (f *Follower) materialize(plugins []pluginsv1.WasmletPlugin, l map[string]s
 	for i := range plugins {
 		p := &plugins[i]
 		files, err := func() (map[string][]byte, error) {
-			ok, err := selects(p, l)
+			ok, err := Selects(p, l)
 			if err != nil || !ok {
 				return nil, err
 			}

@@ -180,8 +180,8 @@ func (f *Follower) list() []pluginsv1.WasmletPlugin {
 	return out
 }
 
-// selects reports whether p's node selector matches the node's labels.
-func selects(p *pluginsv1.WasmletPlugin, l map[string]string) (bool, error) {
+// Selects reports whether p's node selector matches the node's labels.
+func Selects(p *pluginsv1.WasmletPlugin, l map[string]string) (bool, error) {
 	if p.Spec.NodeSelector == nil {
 		return true, nil
 	}
