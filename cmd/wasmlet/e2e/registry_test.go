@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
 	"os"
@@ -34,13 +33,14 @@ func TestRegistryPlugins(t *testing.T) {
 	if *registryEnvFlag == "" {
 		t.Skip("needs -registry-env (hack/e2e.sh starts the registry)")
 	}
-	env := readRegistryEnv(t)
+	env := harness.ReadRegistryEnv(t, *registryEnvFlag)
 	regDir := filepath.Dir(*registryEnvFlag)
 	cleanRuntime(t)
 	t.Cleanup(func() { cleanRuntime(t) })
 	ensurePlugins(t, pluginBuildDir(), "no-privileged", "image-allowlist")
 	ref := env["REGISTRY"] + "/policies/node-policy:stable"
-	d1 := pushPlugin(t, env, "no-privileged", ref)
+	push := harness.PushConfig{Wasmlet: flags.Wasmlet, Plugins: *pluginsFlag, Env: env}
+	d1 := harness.PushPlugin(t, push, "no-privileged", ref)
 
 	a := newAgent(t, "registry-plugins", flags.Endpoint)
 	dir := filepath.Join(a.Dir, "plugins")
@@ -87,7 +87,7 @@ func TestRegistryPlugins(t *testing.T) {
 
 	// A new version to the same tag: privileged pods keep arriving during
 	// the move, and every one is denied — by one version or the other.
-	d2 := pushPlugin(t, env, "image-allowlist", ref)
+	d2 := harness.PushPlugin(t, push, "image-allowlist", ref)
 	var during []string
 	harness.Eventually(t, time.Minute, "version 2 serving", func() (bool, string) {
 		name := fmt.Sprintf("reg-move-%d", len(during))
@@ -147,56 +147,6 @@ func privileged(name string) *v1.Pod {
 	yes := true
 	p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: &yes}
 	return p
-}
-
-// readRegistryEnv reads the env file hack/registry/up.sh wrote.
-func readRegistryEnv(t *testing.T) map[string]string {
-	t.Helper()
-	f, err := os.Open(*registryEnvFlag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	env := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			env[k] = v
-		}
-	}
-	for _, k := range []string{"REGISTRY", "REGISTRY_CA", "REGISTRY_CONFIG"} {
-		if env[k] == "" {
-			t.Fatalf("%s: %s missing", *registryEnvFlag, k)
-		}
-	}
-	return env
-}
-
-// pushPlugin pushes the built plugin name to ref with `wasmlet plugin push`
-// and returns the digest it printed.
-func pushPlugin(t *testing.T, env map[string]string, name, ref string) string {
-	t.Helper()
-	src := t.TempDir()
-	for _, f := range []string{name + ".wasm", name + abi.ManifestSuffix} {
-		b, err := os.ReadFile(filepath.Join(*pluginsFlag, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(src, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command(flags.Wasmlet, "plugin", "push", "--registry-config", env["REGISTRY_CONFIG"], "--registry-ca", env["REGISTRY_CA"], src, ref)
-	cmd.Env = append(os.Environ(), "HOME="+src, "DOCKER_CONFIG="+src)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("wasmlet plugin push %s: %v\n%s", ref, err, out)
-	}
-	i := strings.Index(string(out), "sha256:")
-	if i < 0 || len(out) < i+71 {
-		t.Fatalf("wasmlet plugin push printed no digest: %s", out)
-	}
-	return string(out[i : i+71])
 }
 
 // registryScript runs hack/registry/SCRIPT DIR.

@@ -51,7 +51,7 @@ func TestFleet(t *testing.T) {
 	if *registryEnvFlag == "" || *pluginsFlag == "" || *kubectlFlag == "" {
 		t.Skip("needs -registry-env, -plugins and -kubectl (hack/e2e-apiserver.sh)")
 	}
-	env := readRegistryEnv(t)
+	env := harness.ReadRegistryEnv(t, *registryEnvFlag)
 	dyn, err := dynamic.NewForConfig(adminConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -78,8 +78,9 @@ func TestFleet(t *testing.T) {
 	}
 
 	v1ref, v2ref := env["REGISTRY"]+"/fleet/policy:v1", env["REGISTRY"]+"/fleet/policy:v2"
-	d1 := pushPlugin(t, env, "no-privileged", v1ref)
-	d2 := pushPlugin(t, env, "image-allowlist", v2ref)
+	push := harness.PushConfig{Wasmlet: flags.Wasmlet, Plugins: *pluginsFlag, Env: env}
+	d1 := harness.PushPlugin(t, push, "no-privileged", v1ref)
+	d2 := harness.PushPlugin(t, push, "image-allowlist", v2ref)
 
 	a := &agent{Agent: harness.NewAgent(t, harness.AgentConfig{
 		Name: "wasmlet", Dir: filepath.Join(flags.Base, "fleet-agent"), Binary: flags.Wasmlet, Suite: "e2eapi",
@@ -337,52 +338,4 @@ func auditCount(t *testing.T, from, to time.Time) map[string]int {
 		out[e.Verb+" "+strings.TrimSuffix(e.ObjectRef.Resource+"/"+e.ObjectRef.Subresource, "/")]++
 	}
 	return out
-}
-
-// readRegistryEnv reads the env file hack/registry/up.sh wrote.
-func readRegistryEnv(t *testing.T) map[string]string {
-	t.Helper()
-	b, err := os.ReadFile(*registryEnvFlag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, "="); ok {
-			env[k] = v
-		}
-	}
-	for _, k := range []string{"REGISTRY", "REGISTRY_CA", "REGISTRY_CONFIG"} {
-		if env[k] == "" {
-			t.Fatalf("%s: %s missing", *registryEnvFlag, k)
-		}
-	}
-	return env
-}
-
-// pushPlugin pushes the built plugin name (from -plugins) to ref with
-// `wasmlet plugin push` and returns the digest it printed.
-func pushPlugin(t *testing.T, env map[string]string, name, ref string) string {
-	t.Helper()
-	src := t.TempDir()
-	for _, f := range []string{name + ".wasm", name + abi.ManifestSuffix} {
-		b, err := os.ReadFile(filepath.Join(*pluginsFlag, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(src, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command(flags.Wasmlet, "plugin", "push", "--registry-config", env["REGISTRY_CONFIG"], "--registry-ca", env["REGISTRY_CA"], src, ref)
-	cmd.Env = append(os.Environ(), "HOME="+src, "DOCKER_CONFIG="+src)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("wasmlet plugin push %s: %v\n%s", ref, err, out)
-	}
-	i := strings.Index(string(out), "sha256:")
-	if i < 0 || len(out) < i+71 {
-		t.Fatalf("wasmlet plugin push printed no digest: %s", out)
-	}
-	return string(out[i : i+71])
 }
