@@ -14,8 +14,8 @@
 #   hack/cosign/build.sh, ~150 s the first time) against a private
 #   docker-registry with TLS and htpasswd (hack/registry/up.sh), seconds;
 #   the registry stays up for both runtime suites (TestRegistryPlugins: an
-#   agent pulling, following a moved tag, an outage, a restart from the
-#   cache);
+#   agent pulling, verifying, following a moved tag, an outage, a restart
+#   from the cache);
 #   4. tears everything down from a trap (agents, pods via CRI, containerd,
 #      mounts, the CNI bridge), so a failing test leaves the machine clean.
 # Steps 1, 2 and 4 are shared with hack/e2e-apiserver.sh (hack/lib/e2e.sh).
@@ -59,7 +59,7 @@ if [ "${E2E_REGISTRY:-1}" != 0 ]; then
   # cosign, for the signing cases: built once per version and cached.
   cosign=$(hack/cosign/build.sh) || status=1
   if [ -n "${cosign:-}" ] && hack/registry/up.sh "$base/registry" >/dev/null; then
-    registry_args=(-registry-env "$base/registry/env")
+    registry_args=(-registry-env "$base/registry/env" -cosign "$cosign")
     (cd cmd/wasmlet/e2eregistry && "$out/bin/e2eregistry.test" -test.v -test.count=1 \
       -test.timeout "${E2E_TIMEOUT:-30m}" ${E2E_RUN:+-test.run "$E2E_RUN"} \
       -registry-env "$base/registry/env" -wasmlet "$repo/bin/wasmlet" -repo "$repo" \

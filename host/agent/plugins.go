@@ -15,6 +15,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/pluginfetch"
 	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 	"github.com/wasmlet/wasmlet/host/internal/pluginoci"
+	"github.com/wasmlet/wasmlet/host/internal/pluginsign"
 )
 
 // plugins is the agent's plugin directory: the Manager that loads and
@@ -26,13 +27,6 @@ type plugins struct {
 	ext    *extension.Extension
 	follow *pluginapi.Follower // nil when standalone
 }
-
-// newPluginVerifier makes the signature verifier of plugins in a registry
-// from the node's policy file (--plugin-verification-policy, may be
-// empty); nil while the build has none, and then only plugins whose
-// manifests ask for no signature load (pluginfetch.NoPolicy) and a policy
-// file is refused rather than ignored.
-var newPluginVerifier func(policyFile string) (pluginfetch.Verifier, error)
 
 // newPlugins loads cfg.PluginDir once (so the source plugins present at start
 // are sources of the pod config, counted by SeenAllSources); Run watches it
@@ -131,14 +125,17 @@ func (a *Agent) newPluginFetcher(onChange func()) (*pluginfetch.Fetcher, error) 
 	if err != nil {
 		return nil, err
 	}
-	var verifier pluginfetch.Verifier
-	switch {
-	case newPluginVerifier != nil:
-		if verifier, err = newPluginVerifier(a.cfg.PluginVerificationPolicy); err != nil {
-			return nil, fmt.Errorf("plugin verification policy %s: %w", a.cfg.PluginVerificationPolicy, err)
+	// Signatures are checked against the node's policy (when given) and
+	// each plugin's own verification field.
+	var policy *pluginsign.NodePolicy
+	if a.cfg.PluginVerificationPolicy != "" {
+		if policy, err = pluginsign.LoadNodePolicy(a.cfg.PluginVerificationPolicy); err != nil {
+			return nil, err
 		}
-	case a.cfg.PluginVerificationPolicy != "":
-		return nil, fmt.Errorf("plugin verification policy %s: this build verifies no signatures; refusing to run without the policy", a.cfg.PluginVerificationPolicy)
+	}
+	verifier, err := pluginsign.New(pluginsign.Config{Registry: client, Policy: policy})
+	if err != nil {
+		return nil, fmt.Errorf("plugin verification policy %s: %w", a.cfg.PluginVerificationPolicy, err)
 	}
 	return pluginfetch.New(pluginfetch.Config{
 		Dir:             filepath.Join(a.cfg.RootDir, "plugins"),

@@ -96,6 +96,6 @@ func (c RegistryConfig) resolve(ctx context.Context, ref string) (*pluginoci.Cli
 	if err != nil {
 		return nil, name.Digest{}, err
 	}
-	d, err := client.Resolve(ctx, ref)
+	d, err := client.DigestRef(ctx, ref)
 	return client, d, err
 }

@@ -3,8 +3,11 @@
 package e2e
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/crane"
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -19,28 +24,38 @@ import (
 	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
 )
 
-var registryEnvFlag = flag.String("registry-env", "", "the env file hack/registry/up.sh wrote; enables TestRegistryPlugins")
+var (
+	registryEnvFlag = flag.String("registry-env", "", "the env file hack/registry/up.sh wrote; enables TestRegistryPlugins")
+	cosignFlag      = flag.String("cosign", "", "the cosign binary (hack/cosign/build.sh), which makes TestRegistryPlugins' signing key")
+)
 
 // TestRegistryPlugins runs an agent whose plugin directory holds a
 // reference manifest (image: in a private registry with TLS and
-// credentials): the plugin is pulled and enforced; a new version pushed to
-// the same tag replaces it with no moment in which a pod both versions deny
-// is admitted; with the registry stopped what is enforced stays and the
-// failed re-resolutions show in /plugins; an agent restarted with the
-// registry down enforces the cached digest; the registry back, the
-// re-resolutions succeed again.
+// credentials) and whose node policy requires every remote plugin to be
+// signed with the team's cosign key: the signed plugin is pulled, verified
+// and enforced; an unsigned version pushed to the tag, and a tampered one
+// (carrying the first version's signature), are refused with the old
+// version enforced throughout; the new version, once signed, replaces it
+// with no moment in which a pod both versions deny is admitted; with the
+// registry stopped what is enforced stays and the failed re-resolutions
+// show in /plugins; an agent restarted with the registry down enforces the
+// cached digest; the registry back, the re-resolutions succeed again.
 func TestRegistryPlugins(t *testing.T) {
-	if *registryEnvFlag == "" {
-		t.Skip("needs -registry-env (hack/e2e.sh starts the registry)")
+	if *registryEnvFlag == "" || *cosignFlag == "" {
+		t.Skip("needs -registry-env and -cosign (hack/e2e.sh starts the registry and builds cosign)")
 	}
-	env := harness.ReadRegistryEnv(t, *registryEnvFlag)
+	env := readRegistryEnv(t)
 	regDir := filepath.Dir(*registryEnvFlag)
 	cleanRuntime(t)
 	t.Cleanup(func() { cleanRuntime(t) })
 	ensurePlugins(t, pluginBuildDir(), "no-privileged", "image-allowlist")
-	ref := env["REGISTRY"] + "/policies/node-policy:stable"
-	push := harness.PushConfig{Wasmlet: flags.Wasmlet, Plugins: *pluginsFlag, Env: env}
-	d1 := harness.PushPlugin(t, push, "no-privileged", ref)
+	key, pub := cosignKeyPair(t)
+	// A repository of this run's own: the suites of both runtimes share
+	// the registry, and a plugin pushed twice is the same digest.
+	repo := env["REGISTRY"] + "/policies/node-policy-" + flags.Runtime
+	ref := repo + ":stable"
+	d1 := pushPlugin(t, env, "no-privileged", ref)
+	signPlugin(t, env, key, repo+"@"+d1)
 
 	a := newAgent(t, "registry-plugins", flags.Endpoint)
 	dir := filepath.Join(a.Dir, "plugins")
@@ -60,7 +75,15 @@ func TestRegistryPlugins(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "policy"+abi.ManifestSuffix), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	agentFlags := " --plugin-dir " + dir + " --plugin-resolve-interval 1s --plugin-registry-config " + env["REGISTRY_CONFIG"] + " --plugin-registry-ca " + env["REGISTRY_CA"]
+	// The node requires a signature of every remote plugin, by the team's
+	// key; the reference manifest names none of its own.
+	policy := filepath.Join(a.Dir, "plugin-policy.yaml")
+	policyYAML := "apiVersion: wasmlet.dev/v1alpha1\nkind: PluginVerificationPolicy\nrequireSignature: true\nverification:\n  keys: [" + pub + "]\n"
+	if err := os.WriteFile(policy, []byte(policyYAML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agentFlags := " --plugin-dir " + dir + " --plugin-resolve-interval 1s --plugin-registry-config " + env["REGISTRY_CONFIG"] + " --plugin-registry-ca " + env["REGISTRY_CA"] +
+		" --plugin-verification-policy " + policy
 	start := func() {
 		saved := *agentFlagsFlag
 		*agentFlagsFlag = strings.TrimSpace(saved + agentFlags)
@@ -85,9 +108,49 @@ func TestRegistryPlugins(t *testing.T) {
 	a.Remove(t, "reg-priv.yaml")
 	a.waitGone(t, "reg-plain", time.Minute)
 
-	// A new version to the same tag: privileged pods keep arriving during
-	// the move, and every one is denied — by one version or the other.
-	d2 := harness.PushPlugin(t, push, "image-allowlist", ref)
+	// Version 1 stays enforced while the tag names what the node must
+	// refuse: a plain pod runs (version 2 would deny it), a privileged one
+	// is denied.
+	enforcedV1 := func(name string) {
+		t.Helper()
+		a.Write(t, name+"-plain.yaml", newPod(name+"-plain", v1.RestartPolicyAlways, box("main", "sleep", "inf")))
+		a.Write(t, name+"-priv.yaml", privileged(name+"-priv"))
+		a.waitRunning(t, name+"-plain", 2*time.Minute)
+		a.waitPod(t, name+"-priv", time.Minute, "denied by version 1", func(p *v1.Pod) bool {
+			return p.Status.Phase == v1.PodFailed && p.Status.Reason == "Privileged"
+		})
+		a.Remove(t, name+"-plain.yaml")
+		a.Remove(t, name+"-priv.yaml")
+		a.waitGone(t, name+"-plain", time.Minute)
+	}
+	// Unsigned: refused, naming the missing signature.
+	d2 := pushPlugin(t, env, "image-allowlist", ref)
+	s = waitPlugin(t, a, "policy", "the unsigned version refused", func(s pluginStatus) bool {
+		return strings.Contains(s.LastResolveError, "no signature") && strings.Contains(s.LastResolveError, d2)
+	})
+	if s.Digest != d1 || s.State != "loaded" {
+		t.Errorf("with an unsigned version at the tag: %+v, want version 1 serving", s)
+	}
+	enforcedV1("reg-unsigned")
+	// Tampered: another artifact at the tag carrying version 1's signature
+	// (a signature over another digest).
+	d3 := pushPlugin(t, env, "no-privileged", ref, "--author", "someone-else")
+	copySignature(t, env, repo, d1, d3)
+	s = waitPlugin(t, a, "policy", "the tampered version refused", func(s pluginStatus) bool {
+		return strings.Contains(s.LastResolveError, "signature over another digest") && strings.Contains(s.LastResolveError, d3)
+	})
+	if s.Digest != d1 || s.State != "loaded" {
+		t.Errorf("with a tampered version at the tag: %+v, want version 1 serving", s)
+	}
+	enforcedV1("reg-tampered")
+
+	// A new version to the same tag, signed: privileged pods keep arriving
+	// during the move, and every one is denied — by one version or the
+	// other.
+	if d := pushPlugin(t, env, "image-allowlist", ref); d != d2 {
+		t.Fatalf("version 2 pushed again: %s, want the same digest %s", d, d2)
+	}
+	signPlugin(t, env, key, repo+"@"+d2)
 	var during []string
 	harness.Eventually(t, time.Minute, "version 2 serving", func() (bool, string) {
 		name := fmt.Sprintf("reg-move-%d", len(during))
@@ -147,6 +210,62 @@ func privileged(name string) *v1.Pod {
 	yes := true
 	p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: &yes}
 	return p
+}
+
+// readRegistryEnv reads the env file hack/registry/up.sh wrote.
+func readRegistryEnv(t *testing.T) map[string]string {
+	return harness.ReadRegistryEnv(t, *registryEnvFlag)
+}
+
+// cosignKeyPair has cosign write a key pair (password e2e-password) into
+// a new directory.
+func cosignKeyPair(t *testing.T) (key, pub string) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command(*cosignFlag, "generate-key-pair", "--output-key-prefix", filepath.Join(dir, "cosign"))
+	cmd.Env = append(os.Environ(), "HOME="+dir, "COSIGN_PASSWORD=e2e-password")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
+}
+
+// signPlugin signs ref with `wasmlet plugin sign`.
+func signPlugin(t *testing.T, env map[string]string, key, ref string) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(flags.Wasmlet, "plugin", "sign", "--key", key, "--registry-config", env["REGISTRY_CONFIG"], "--registry-ca", env["REGISTRY_CA"], ref)
+	cmd.Env = append(os.Environ(), "HOME="+home, "DOCKER_CONFIG="+home, "COSIGN_PASSWORD=e2e-password")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("wasmlet plugin sign %s: %v\n%s", ref, err, out)
+	}
+}
+
+// copySignature puts the signature image of repo@from under the signature
+// tag of repo@to (cosign's sha256-<hex>.sig), as someone who swapped an
+// artifact and kept the old signature would.
+func copySignature(t *testing.T, env map[string]string, repo, from, to string) {
+	t.Helper()
+	ca, err := os.ReadFile(env["REGISTRY_CA"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	opts := []crane.Option{crane.WithTransport(tr), crane.WithAuth(&authn.Basic{Username: env["REGISTRY_USER"], Password: env["REGISTRY_PASSWORD"]})}
+	sigTag := func(d string) string { return repo + ":" + strings.Replace(d, ":", "-", 1) + ".sig" }
+	if err := crane.Copy(sigTag(from), sigTag(to), opts...); err != nil {
+		t.Fatalf("copy the signature of %s to %s: %v", from, to, err)
+	}
+}
+
+// pushPlugin pushes the built plugin name to ref with `wasmlet plugin push`
+// (extra flags before the arguments) and returns the digest it printed.
+func pushPlugin(t *testing.T, env map[string]string, name, ref string, extra ...string) string {
+	t.Helper()
+	return harness.PushPlugin(t, harness.PushConfig{Wasmlet: flags.Wasmlet, Plugins: *pluginsFlag, Env: env}, name, ref, extra...)
 }
 
 // registryScript runs hack/registry/SCRIPT DIR.

@@ -295,7 +295,7 @@ func (f *Fetcher) fetch(ctx context.Context, rf reference) (v1.Hash, bool, error
 		}
 	} else {
 		var err error
-		if h, err = f.cfg.Client.ResolvePlugin(ctx, rf.ref.Image); err != nil {
+		if h, err = f.cfg.Client.Resolve(ctx, rf.ref.Image); err != nil {
 			return h, false, failed(ReasonResolve, err)
 		}
 	}

@@ -185,11 +185,11 @@ func (c *Client) Push(ctx context.Context, ref string, p *Plugin, meta Meta) (v1
 	return d, nil
 }
 
-// ResolvePlugin returns the digest of the manifest ref names now, by a HEAD
+// Resolve returns the digest of the manifest ref names now, by a HEAD
 // request (go-containerregistry falls back to GET when the registry
 // answers none), and checks that it is an OCI image manifest. Nothing else
 // is read.
-func (c *Client) ResolvePlugin(ctx context.Context, ref string) (v1.Hash, error) {
+func (c *Client) Resolve(ctx context.Context, ref string) (v1.Hash, error) {
 	fail := func(err error) (v1.Hash, error) { return v1.Hash{}, fmt.Errorf("resolve %s: %w", ref, err) }
 	r, err := ParseReference(ref)
 	if err != nil {
@@ -281,9 +281,10 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Plugin, v1.Hash, error)
 	return p, desc.Digest, nil
 }
 
-// Resolve returns ref (a tag or a digest reference) as a digest reference,
-// asking the registry for a tag's current manifest digest.
-func (c *Client) Resolve(ctx context.Context, ref string) (name.Digest, error) {
+// DigestRef returns ref (a tag or a digest reference) as a digest
+// reference, asking the registry for a tag's current manifest digest
+// (Resolve).
+func (c *Client) DigestRef(ctx context.Context, ref string) (name.Digest, error) {
 	r, err := ParseReference(ref)
 	if err != nil {
 		return name.Digest{}, err
@@ -291,9 +292,9 @@ func (c *Client) Resolve(ctx context.Context, ref string) (name.Digest, error) {
 	if d, ok := r.(name.Digest); ok {
 		return d, nil
 	}
-	desc, err := remote.Head(r, c.options(ctx)...)
+	h, err := c.Resolve(ctx, ref)
 	if err != nil {
-		return name.Digest{}, fmt.Errorf("resolve %s: %w", ref, explain(err))
+		return name.Digest{}, err
 	}
-	return r.Context().Digest(desc.Digest.String()), nil
+	return r.Context().Digest(h.String()), nil
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // ReadRegistryEnv reads the env file hack/registry/up.sh wrote (REGISTRY,
-// REGISTRY_CA, REGISTRY_CONFIG, …); a missing key fails the test.
+// REGISTRY_CA, REGISTRY_CONFIG, REGISTRY_USER, REGISTRY_PASSWORD); a
+// missing key fails the test.
 func ReadRegistryEnv(t testing.TB, path string) map[string]string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -24,7 +25,7 @@ func ReadRegistryEnv(t testing.TB, path string) map[string]string {
 			env[k] = v
 		}
 	}
-	for _, k := range []string{"REGISTRY", "REGISTRY_CA", "REGISTRY_CONFIG"} {
+	for _, k := range []string{"REGISTRY", "REGISTRY_CA", "REGISTRY_CONFIG", "REGISTRY_USER", "REGISTRY_PASSWORD"} {
 		if env[k] == "" {
 			t.Fatalf("%s: %s missing", path, k)
 		}
@@ -43,8 +44,10 @@ type PushConfig struct {
 }
 
 // PushPlugin pushes the built plugin name to ref with `wasmlet plugin push`
-// and returns the digest it printed.
-func PushPlugin(t testing.TB, c PushConfig, name, ref string) string {
+// (extra flags before the arguments) and returns the digest it printed.
+// The creation time is fixed: the same plugin pushed twice is the same
+// digest (a reproducible build).
+func PushPlugin(t testing.TB, c PushConfig, name, ref string, extra ...string) string {
 	t.Helper()
 	src := t.TempDir()
 	for _, f := range []string{name + ".wasm", name + abi.ManifestSuffix} {
@@ -56,8 +59,9 @@ func PushPlugin(t testing.TB, c PushConfig, name, ref string) string {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(c.Wasmlet, "plugin", "push", "--registry-config", c.Env["REGISTRY_CONFIG"], "--registry-ca", c.Env["REGISTRY_CA"], src, ref)
-	cmd.Env = append(os.Environ(), "HOME="+src, "DOCKER_CONFIG="+src)
+	args := append([]string{"plugin", "push", "--registry-config", c.Env["REGISTRY_CONFIG"], "--registry-ca", c.Env["REGISTRY_CA"]}, extra...)
+	cmd := exec.Command(c.Wasmlet, append(args, src, ref)...)
+	cmd.Env = append(os.Environ(), "HOME="+src, "DOCKER_CONFIG="+src, "SOURCE_DATE_EPOCH=1700000000")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("wasmlet plugin push %s: %v\n%s", ref, err, out)
