@@ -21,6 +21,11 @@
 # --enable-bootstrap-token-auth, kube-controller-manager's CSR approving and
 # signing controllers, certificates of E2E_SIGNING_DURATION (3m).
 #
+# Before the runtimes it starts the private registry (hack/registry/up.sh)
+# and builds the plugins no-privileged and image-allowlist, for TestFleet
+# (WasmletPlugins from deploy/, pulled by the node from the registry);
+# E2E_REGISTRY=0 leaves both out and TestFleet skips.
+#
 # Environment: E2E_RUNTIMES (default "embedded containerd"), E2E_RUN (a -run
 # pattern), E2E_TIMEOUT (default 20m), KEEP_BASE=1 keeps logs; the control
 # plane's ports (APISERVER_PORT 27443, ETCD_PORT 24790, ETCD_PEER_PORT 24800,
@@ -41,6 +46,9 @@ export APISERVER_PORT=${APISERVER_PORT:-27443} ETCD_PORT=${ETCD_PORT:-24790} ETC
 # The control planes suite() started, stopped by the shared trap.
 e2e_cleanup_more() {
   for d in "$base"/cluster-*; do [ -d "$d" ] && hack/apiserver/cluster.sh down "$d"; done
+  if [ -f "$base/registry/env" ]; then
+    hack/registry/down.sh "$base/registry"
+  fi
 }
 
 log "kube-apiserver and kube-controller-manager (cached by version)"
@@ -50,6 +58,22 @@ kubectl=$(hack/kube/build.sh kubectl)
 log "building bin/wasmlet, tools and the suite"
 e2e_tools
 go test -c -tags e2e_apiserver -o "$out/bin/e2eapi.test" ./cmd/wasmlet/e2eapi
+
+fleet_args=()
+if [ "${E2E_REGISTRY:-1}" != 0 ]; then
+  log "registry and plugins for TestFleet"
+  plugins=build/plugins
+  if [ ! -f build/plugins/no-privileged.wasm ] || [ ! -f build/plugins/image-allowlist.wasm ]; then
+    plugins=$base/plugins
+    ./hack/build-plugins.sh "$plugins" plugins/no-privileged plugins/image-allowlist
+  fi
+  if hack/registry/up.sh "$base/registry" >/dev/null; then
+    fleet_args=(-registry-env "$base/registry/env" -plugins "$repo/$plugins" -deploy "$repo/deploy")
+    [[ $plugins = /* ]] && fleet_args[3]=$plugins
+  else
+    status=1
+  fi
+fi
 
 suite() { # RUNTIME ENDPOINT
   local rt=$1 ep=$2 cl=$base/cluster-$1
@@ -72,7 +96,8 @@ suite() { # RUNTIME ENDPOINT
   mkdir -p "$base/$rt"
   (cd cmd/wasmlet/e2eapi && "$out/bin/e2eapi.test" -test.v -test.count=1 -test.timeout "${E2E_TIMEOUT:-20m}" \
     ${E2E_RUN:+-test.run "$E2E_RUN"} -runtime "$rt" -endpoint "$ep" -wasmlet "$repo/bin/wasmlet" \
-    -cluster "$cl" -hack "$repo/hack" -base "$base/$rt" -node "$node" -kubectl "$kubectl") || status=1
+    -cluster "$cl" -hack "$repo/hack" -base "$base/$rt" -node "$node" -kubectl "$kubectl" \
+    ${fleet_args[@]+"${fleet_args[@]}"}) || status=1
   hack/apiserver/cluster.sh down "$cl"
 }
 

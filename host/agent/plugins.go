@@ -11,6 +11,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/extension"
+	"github.com/wasmlet/wasmlet/host/internal/pluginapi"
 	"github.com/wasmlet/wasmlet/host/internal/pluginfetch"
 	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 	"github.com/wasmlet/wasmlet/host/internal/pluginoci"
@@ -21,9 +22,10 @@ import (
 // reloads it and the Extension that wires its plugins into the pod config,
 // the admission chain, the runtime's hooks and /plugins.
 type plugins struct {
-	mgr   *pluginhost.Manager
-	fetch *pluginfetch.Fetcher
-	ext   *extension.Extension
+	mgr    *pluginhost.Manager
+	fetch  *pluginfetch.Fetcher
+	ext    *extension.Extension
+	follow *pluginapi.Follower // nil when standalone
 }
 
 // newPlugins loads cfg.PluginDir once (so the source plugins present at start
@@ -42,8 +44,13 @@ func (a *Agent) newPlugins() (*plugins, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: plugins: %w", err)
 	}
+	var apiDir string // the WasmletPlugins' manifests, on a node of a cluster
+	if a.cluster != nil {
+		apiDir = filepath.Join(a.cfg.RootDir, "plugins-api")
+	}
 	mgr, err = pluginhost.NewManager(pluginhost.Config{
 		Dir:         a.cfg.PluginDir,
+		LowerDir:    apiDir,
 		IdleTimeout: idle,
 		CacheDir:    filepath.Join(a.cfg.RootDir, "plugin-cache"),
 		Logger:      a.log,
@@ -53,6 +60,14 @@ func (a *Agent) newPlugins() (*plugins, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("agent: plugins: %w", err)
+	}
+	var follow *pluginapi.Follower
+	if apiDir != "" {
+		if follow, err = a.newPluginFollower(apiDir, mgr); err != nil {
+			mgr.Close(context.Background())
+			return nil, fmt.Errorf("agent: plugins: %w", err)
+		}
+		mgr.OnChange(follow.Kick)
 	}
 	mgr.Scan(context.Background())
 	ext, err := extension.New(extension.Config{
@@ -69,7 +84,28 @@ func (a *Agent) newPlugins() (*plugins, error) {
 		mgr.Close(context.Background())
 		return nil, fmt.Errorf("agent: plugins: %w", err)
 	}
-	return &plugins{mgr: mgr, fetch: fetch, ext: ext}, nil
+	return &plugins{mgr: mgr, fetch: fetch, ext: ext, follow: follow}, nil
+}
+
+// newPluginFollower makes what keeps dir in line with the cluster's
+// WasmletPlugins selecting this node and reports mgr's plugins in the
+// node's WasmletNode.
+func (a *Agent) newPluginFollower(dir string, mgr *pluginhost.Manager) (*pluginapi.Follower, error) {
+	client, err := a.cluster.Dynamic()
+	if err != nil {
+		return nil, err
+	}
+	return pluginapi.New(pluginapi.Config{
+		Client: client, NodeName: a.cfg.NodeName, Dir: dir, Plugins: mgr.Plugins, OnChange: mgr.Rescan,
+		Labels: func() (map[string]string, bool) {
+			n, ok := a.cluster.Node()
+			if !ok {
+				return nil, false
+			}
+			return n.Labels, true
+		},
+		Logger: a.log.Named("pluginapi"),
+	})
 }
 
 // newPluginFetcher makes what pulls the plugins of reference manifests
@@ -144,6 +180,9 @@ func (p *plugins) start(spawn func(string, func(context.Context) error)) {
 	}
 	spawn("plugin manager", p.mgr.Run)
 	spawn("plugin fetch", p.fetch.Run)
+	if p.follow != nil {
+		spawn("plugin api", p.follow.Run)
+	}
 	spawn("plugin sources", p.ext.Run)
 }
 

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -233,25 +232,7 @@ func privileged(name string) *v1.Pod {
 
 // readRegistryEnv reads the env file hack/registry/up.sh wrote.
 func readRegistryEnv(t *testing.T) map[string]string {
-	t.Helper()
-	f, err := os.Open(*registryEnvFlag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	env := map[string]string{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
-			env[k] = v
-		}
-	}
-	for _, k := range []string{"REGISTRY", "REGISTRY_CA", "REGISTRY_CONFIG", "REGISTRY_USER", "REGISTRY_PASSWORD"} {
-		if env[k] == "" {
-			t.Fatalf("%s: %s missing", *registryEnvFlag, k)
-		}
-	}
-	return env
+	return harness.ReadRegistryEnv(t, *registryEnvFlag)
 }
 
 // cosignKeyPair has cosign write a key pair (password e2e-password) into
@@ -302,30 +283,7 @@ func copySignature(t *testing.T, env map[string]string, repo, from, to string) {
 // (extra flags before the arguments) and returns the digest it printed.
 func pushPlugin(t *testing.T, env map[string]string, name, ref string, extra ...string) string {
 	t.Helper()
-	src := t.TempDir()
-	for _, f := range []string{name + ".wasm", name + abi.ManifestSuffix} {
-		b, err := os.ReadFile(filepath.Join(*pluginsFlag, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(src, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	args := append([]string{"plugin", "push", "--registry-config", env["REGISTRY_CONFIG"], "--registry-ca", env["REGISTRY_CA"]}, extra...)
-	cmd := exec.Command(flags.Wasmlet, append(args, src, ref)...)
-	// A fixed creation time: the same plugin pushed twice is the same
-	// digest (a reproducible build).
-	cmd.Env = append(os.Environ(), "HOME="+src, "DOCKER_CONFIG="+src, "SOURCE_DATE_EPOCH=1700000000")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("wasmlet plugin push %s: %v\n%s", ref, err, out)
-	}
-	i := strings.Index(string(out), "sha256:")
-	if i < 0 || len(out) < i+71 {
-		t.Fatalf("wasmlet plugin push printed no digest: %s", out)
-	}
-	return string(out[i : i+71])
+	return harness.PushPlugin(t, harness.PushConfig{Wasmlet: flags.Wasmlet, Plugins: *pluginsFlag, Env: env}, name, ref, extra...)
 }
 
 // registryScript runs hack/registry/SCRIPT DIR.

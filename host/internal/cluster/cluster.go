@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -57,6 +58,7 @@ type Config struct {
 // methods do nothing.
 type Cluster struct {
 	cfg       Config
+	rest      *rest.Config
 	client    kubernetes.Interface
 	registrar *node.Registrar
 	syncer    *status.Syncer
@@ -98,7 +100,25 @@ func New(cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.KubeConfig, err)
 	}
-	return &Cluster{cfg: cfg, client: client}, nil
+	return &Cluster{cfg: cfg, rest: rc, client: client}, nil
+}
+
+// Dynamic is a dynamic API client with the node's credentials (JSON, the
+// same rate limits and request counting as Client); nil when standalone.
+func (c *Cluster) Dynamic() (dynamic.Interface, error) {
+	if c == nil {
+		return nil, nil
+	}
+	return dynamic.NewForConfig(c.rest)
+}
+
+// Node is the node as the API server last returned it (its labels as set
+// in the cluster); false before registration and when standalone.
+func (c *Cluster) Node() (*v1.Node, bool) {
+	if c == nil || c.registrar == nil {
+		return nil, false
+	}
+	return c.registrar.Node()
 }
 
 // Client is the API client with the node's credentials; nil when

@@ -137,6 +137,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	var events <-chan fsnotify.Event
 	var errs <-chan error
 	if w != nil {
+		if m.cfg.LowerDir != "" {
+			if err := w.Add(m.cfg.LowerDir); err != nil {
+				m.cfg.Logger.Warn("plugin dir: cannot watch, periodic rescan only", "dir", m.cfg.LowerDir, "error", err)
+			}
+		}
 		events, errs = w.Events, w.Errors
 	}
 	m.Scan(ctx)
@@ -199,6 +204,19 @@ func (m *Manager) Scan(ctx context.Context) {
 		m.cfg.Logger.Error("plugin dir: cannot read", "dir", m.cfg.Dir, "error", err)
 		return
 	}
+	if m.cfg.LowerDir != "" {
+		lfound, lrefs, err := discover(m.cfg.LowerDir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			m.cfg.Logger.Error("plugin dir: cannot read", "dir", m.cfg.LowerDir, "error", err)
+			return
+		}
+		for k, v := range lfound {
+			found[k] = v
+		}
+		for k, v := range lrefs {
+			refs[k] = v
+		}
+	}
 	// A reference manifest's stamp covers the plugin it resolves to, so
 	// a moved tag reloads it like a changed file.
 	var refStamps map[string]string
@@ -232,10 +250,15 @@ func (m *Manager) Scan(ctx context.Context) {
 	for p := range found {
 		paths = append(paths, p)
 	}
-	sort.Strings(paths)
-	// The files load in parallel and are installed in path order, as if
-	// they had loaded one after another: of two new files naming the same
-	// plugin, the first serves.
+	sort.Slice(paths, func(i, j int) bool {
+		if li, lj := m.lower(paths[i]), m.lower(paths[j]); li != lj {
+			return lj
+		}
+		return paths[i] < paths[j]
+	})
+	// The files load in parallel and are installed in path order (Dir's
+	// before LowerDir's), as if they had loaded one after another: of two
+	// new files naming the same plugin, the first serves.
 	for _, a := range m.loadAll(ctx, paths, found) {
 		if m.install(ctx, a) {
 			changed = true
@@ -356,7 +379,9 @@ func (m *Manager) install(ctx context.Context, a attempt) bool {
 	path, p, err := a.path, a.p, a.err
 	var name string // the plugin name refused for being in use
 	if err == nil {
-		if other := m.byName(p.Name(), path); other != "" {
+		if other := m.byName(p.Name(), path); other != "" && m.lower(other) && !m.lower(path) {
+			m.displace(other, path, p.Name())
+		} else if other != "" {
 			p.Close(ctx)
 			name = p.Name()
 			err = fmt.Errorf("plugin %q: %w by %s", p.Name(), errNameUsed, other)
@@ -401,6 +426,29 @@ func (m *Manager) install(ctx context.Context, a attempt) bool {
 			"kinds", fmt.Sprint(p.Manifest().Kinds), "deadline", string(p.DeadlineMode())}, from...)...)
 	}
 	return true
+}
+
+// lower reports whether path is a file of Config.LowerDir.
+func (m *Manager) lower(path string) bool {
+	return m.cfg.LowerDir != "" && filepath.Dir(path) == filepath.Clean(m.cfg.LowerDir)
+}
+
+// displace unloads the LowerDir file other, serving plugin name, for path
+// of Dir: other is refused as if it had lost the name to path, and is
+// tried again once path no longer serves it.
+func (m *Manager) displace(other, path, name string) {
+	m.mu.Lock()
+	e := m.entries[other]
+	var p *Plugin
+	if e != nil {
+		p, e.plugin, e.name = e.plugin, nil, name
+		e.err = fmt.Errorf("plugin %q: %w by %s", name, errNameUsed, path)
+	}
+	m.mu.Unlock()
+	if p != nil {
+		m.cfg.Logger.Info("plugin displaced by the plugin directory's", "file", other, "plugin", name, "by", path)
+		go p.Close(context.Background()) // in-flight calls finish on their instances
+	}
 }
 
 // byName returns the path of another file serving plugin name, if any.

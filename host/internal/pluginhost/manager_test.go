@@ -239,3 +239,63 @@ func TestManager_Scan_sameVersionAndDeletedModule(t *testing.T) {
 		t.Fatalf("after deleting x.wasm: %+v, want 2.0.0 serving and an error naming x.wasm", in)
 	}
 }
+
+// TestManager_LowerDir checks the precedence of Dir over LowerDir: a
+// plugin named in both serves from Dir whichever came first, the LowerDir
+// file is refused meanwhile and serves again once Dir's goes; a LowerDir
+// that does not exist yet is an empty one.
+func TestManager_LowerDir(t *testing.T) {
+	ctx := context.Background()
+	dir, lower := t.TempDir(), filepath.Join(t.TempDir(), "api")
+	m := newManager(t, Config{Dir: dir, LowerDir: lower})
+	m.Scan(ctx)
+	if len(m.Plugins()) != 0 {
+		t.Fatalf("plugins with a missing lower dir: %+v", m.Plugins())
+	}
+	if err := os.Mkdir(lower, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lp := writePlugin(t, lower, "p", "testdata/wat/ok.wasm", "1-api", "")
+	writePlugin(t, lower, "q", "testdata/wat/ok.wasm", "1-api", "")
+	m.Scan(ctx)
+	if p := m.Get("p"); p == nil || p.Manifest().Version != "1-api" {
+		t.Fatalf("p from the lower dir not serving: %+v", m.Plugins())
+	}
+
+	// The operator's directory names p too: it wins, though the lower
+	// dir's was serving first.
+	dp := writePlugin(t, dir, "p", "testdata/wat/ok.wasm", "2-dir", "")
+	m.Scan(ctx)
+	if p := m.Get("p"); p == nil || p.Manifest().Version != "2-dir" {
+		t.Fatalf("p after the directory's: %+v, want 2-dir serving", m.Plugins())
+	}
+	if in, _ := info(m, lp); in.State != StateFailed || !strings.Contains(in.Error, "already used by "+dp) {
+		t.Fatalf("lower dir's p: %+v, want refused naming %s", in, dp)
+	}
+	if q := m.Get("q"); q == nil {
+		t.Fatal("q from the lower dir unloaded")
+	}
+
+	// A new version in the lower dir is still refused.
+	writePlugin(t, lower, "p", "testdata/wat/work.wasm", "3-api", "")
+	m.Scan(ctx)
+	if p := m.Get("p"); p == nil || p.Manifest().Version != "2-dir" {
+		t.Fatalf("p after a new lower version: %+v, want 2-dir serving", m.Plugins())
+	}
+
+	// The directory's p goes: the lower dir's serves again.
+	os.Remove(dp)
+	os.Remove(filepath.Join(dir, "p.wasm"))
+	m.Scan(ctx)
+	if p := m.Get("p"); p == nil || p.Manifest().Version != "3-api" {
+		t.Fatalf("p after the directory's went: %+v, want 3-api serving", m.Plugins())
+	}
+
+	// Both present at a first scan: the directory's serves.
+	m2 := newManager(t, Config{Dir: dir, LowerDir: lower})
+	writePlugin(t, dir, "q", "testdata/wat/ok.wasm", "4-dir", "")
+	m2.Scan(ctx)
+	if q := m2.Get("q"); q == nil || q.Manifest().Version != "4-dir" {
+		t.Fatalf("q at a first scan: %+v, want 4-dir serving", m2.Plugins())
+	}
+}

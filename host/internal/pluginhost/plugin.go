@@ -112,6 +112,10 @@ type KV interface {
 type Config struct {
 	// Dir is the plugin directory (Manager only).
 	Dir string
+	// LowerDir is a second plugin directory of lower precedence (Manager
+	// only; may be empty or missing): a plugin named in both serves from
+	// Dir, and the LowerDir file is refused while Dir's serves.
+	LowerDir string
 	// Rescan is the Manager's periodic rescan interval besides fsnotify;
 	// default DefaultRescan.
 	Rescan time.Duration
