@@ -43,8 +43,10 @@ var (
 // registry on the node, which enforces it; a new image moves the node to
 // the new digest with every privileged pod of the move denied; monitor →
 // enforce changes the verdict; a WasmletPlugin the node cannot verify
-// leaves the previous version enforced and the error in its WasmletNode; a
-// selector that does not match never loads; kubectl delete takes it off.
+// leaves the previous version enforced and the error in its WasmletNode;
+// with the API server stopped, and after an agent restart without it, the
+// plugin stays enforced; a selector that does not match never loads;
+// kubectl delete takes it off.
 // The node works with its own credentials and the RBAC of deploy/ only,
 // and writes no WasmletNode but its own.
 func TestFleet(t *testing.T) {
@@ -89,12 +91,13 @@ func TestFleet(t *testing.T) {
 	if err := os.MkdirAll(pluginDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	a.Start(t, "--node-name", *nodeFlag,
+	args := []string{"--node-name", *nodeFlag,
 		"--kubeconfig", filepath.Join(*clusterFlag, "node-"+*nodeFlag+".kubeconfig"),
 		"--port", strconv.Itoa(a.apiPort), "--client-ca-file", filepath.Join(*clusterFlag, "pki", "ca.crt"),
 		"--container-runtime-endpoint", flags.Endpoint, "--log-level", "debug",
 		"--plugin-dir", pluginDir, "--plugin-resolve-interval", "2s",
-		"--plugin-registry-config", env["REGISTRY_CONFIG"], "--plugin-registry-ca", env["REGISTRY_CA"])
+		"--plugin-registry-config", env["REGISTRY_CONFIG"], "--plugin-registry-ca", env["REGISTRY_CA"]}
+	a.Start(t, args...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("wasmlet log tail:\n%s", a.LogTail(80))
@@ -220,6 +223,25 @@ func TestFleet(t *testing.T) {
 	deniedWith(pod(false), "ImageNotAllowed")
 	t.Logf("refused version reported: %s", ps.Error)
 
+	// The API server goes away: what is enforced stays, and the agent
+	// restarted without it enforces what it last verified (the
+	// materialized reference manifest and the digest cache).
+	servingV2 := func(what string) {
+		t.Helper()
+		harness.Eventually(t, 2*time.Minute, what, func() (bool, string) {
+			ps, err := a.servingPlugins()
+			return err == nil && ps["policy"] == d2, fmt.Sprint(ps, err)
+		})
+	}
+	cluster(t, "stop-apiserver")
+	servingV2("policy v2 serving with the API server down")
+	a.Stop(t)
+	a.Start(t, args...)
+	servingV2("policy v2 serving after an agent restart with the API server down")
+	cluster(t, "start-apiserver")
+	servingV2("policy v2 serving with the API server back")
+	deniedWith(pod(false), "ImageNotAllowed")
+
 	// kubectl get shows the report.
 	r := kubectl(t, time.Minute, "", "get", "wasmletnodes", *nodeFlag)
 	t.Logf("kubectl get wasmletnodes:\n%s", r.stdout)
@@ -291,6 +313,30 @@ func (a *agent) pluginNames() (string, error) {
 		err = fmt.Errorf("/plugins: %d", code)
 	}
 	return string(b), err
+}
+
+// servingPlugins is what /plugins lists as loaded: name → digest.
+func (a *agent) servingPlugins() (map[string]string, error) {
+	code, b, err := a.Get("/plugins")
+	if err != nil {
+		return nil, err
+	}
+	if code != 200 {
+		return nil, fmt.Errorf("/plugins: %d", code)
+	}
+	var body struct {
+		Plugins []struct{ Name, State, Digest string }
+	}
+	if err := json.Unmarshal(b, &body); err != nil {
+		return nil, fmt.Errorf("/plugins: %w", err)
+	}
+	out := map[string]string{}
+	for _, p := range body.Plugins {
+		if p.State == "loaded" {
+			out[p.Name] = p.Digest
+		}
+	}
+	return out, nil
 }
 
 // publicKeyPEM is a fresh ECDSA P-256 public key, as cosign writes one.

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -89,6 +90,7 @@ type Fetcher struct {
 	tags    map[string]string // reference key → digest, persisted
 	watched map[string]abi.Manifest
 	status  map[string]pluginhost.ResolveStatus // by manifest path
+	good    map[string]lastGood                 // by manifest path, persisted
 	kick    chan struct{}
 }
 
@@ -138,6 +140,11 @@ func New(cfg Config) (*Fetcher, error) {
 		cfg.Logger.Warn("plugin cache: remembered tags unreadable; tags are resolved afresh", "error", err)
 	}
 	f.tags = tags
+	good, err := f.cache.loadLastGood()
+	if err != nil {
+		cfg.Logger.Warn("plugin cache: last good versions unreadable; a failing reference loads nothing at start", "error", err)
+	}
+	f.good = good
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(f.errors); err != nil {
 			return nil, fmt.Errorf("plugin fetch: register metrics: %w", err)
@@ -222,6 +229,7 @@ func (f *Fetcher) Stamps(refs map[string]abi.Manifest) map[string]string {
 	}
 	f.watched = refs
 	f.mu.Unlock()
+	f.forgetGood(refs)
 	if fresh {
 		f.poke()
 	}
@@ -237,8 +245,36 @@ func (f *Fetcher) Status(path string) pluginhost.ResolveStatus {
 
 // Resolve implements pluginhost.Resolver: the kept verified digest the
 // reference names or last resolved to, without the registry; else it is
-// resolved, pulled, verified and kept first.
+// resolved, pulled, verified and kept first. When that fails, the last
+// version the reference manifest at path resolved to (with the reference
+// manifest of then), if it is still kept verified, is returned instead —
+// the failure recorded all the same — so an agent restarted while its
+// reference cannot be resolved enforces what it enforced before.
 func (f *Fetcher) Resolve(ctx context.Context, path string, ref abi.Manifest) (pluginhost.Resolved, error) {
+	res, err := f.resolveCurrent(ctx, path, ref)
+	if err == nil {
+		f.rememberGood(path, ref, res.Digest)
+		return res, nil
+	}
+	rf, ok := f.fallback(path)
+	if !ok || reflect.DeepEqual(rf.ref, ref) {
+		return pluginhost.Resolved{}, err
+	}
+	h, ok := f.known(rf)
+	if !ok {
+		return pluginhost.Resolved{}, err
+	}
+	old, ferr := f.resolved(rf, h)
+	if ferr != nil {
+		return pluginhost.Resolved{}, err
+	}
+	f.cfg.Logger.Warn("plugin kept at its last good version", "plugin", ref.Name, "file", path,
+		"image", rf.ref.Image, "digest", h.String(), "failed_image", ref.Image)
+	return old, nil
+}
+
+// resolveCurrent is Resolve of ref itself.
+func (f *Fetcher) resolveCurrent(ctx context.Context, path string, ref abi.Manifest) (pluginhost.Resolved, error) {
 	rf, err := f.parse(path, ref)
 	if err != nil {
 		return pluginhost.Resolved{}, f.report(rf, path, ref, err)

@@ -1,0 +1,57 @@
+package pluginfetch
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/internal/pluginoci"
+)
+
+// TestFetcher_lastGood: a reference manifest changed to an image the node
+// refuses (verification fails) keeps its last good version across an agent
+// restart — Resolve returns the old version with the old settings and the
+// failure is still reported — and a reference manifest removed forgets it.
+func TestFetcher_lastGood(t *testing.T) {
+	ctx := context.Background()
+	reg := newRegistry(t)
+	v1img, v2img := reg.host+"/policies/policy:v1", reg.host+"/policies/policy:v2"
+	d1 := push(t, v1img, moduleV1, "1.0.0", "")
+	push(t, v2img, moduleV1, "2.0.0", "")
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	path, ref1 := writeRef(t, dir, v1img, "order: 3\n")
+	v := &fakeVerifier{}
+	f, _ := newFetcher(t, Config{Dir: cacheDir, Client: newClient(t, pluginoci.Limits{}), Verifier: v})
+	f.Stamps(map[string]abi.Manifest{path: ref1})
+	if _, err := f.Resolve(ctx, path, ref1); err != nil {
+		t.Fatal(err)
+	}
+	// The manifest now names v2, which the node refuses.
+	v.set(errors.New("no signature"))
+	_, ref2 := writeRef(t, dir, v2img, "order: 9\n")
+
+	// The agent restarts.
+	f2, _ := newFetcher(t, Config{Dir: cacheDir, Client: newClient(t, pluginoci.Limits{}), Verifier: v})
+	f2.Stamps(map[string]abi.Manifest{path: ref2})
+	res, err := f2.Resolve(ctx, path, ref2)
+	if err != nil || res.Digest != d1.String() || res.Image != v1img || res.Manifest.Order != 3 {
+		t.Fatalf("Resolve after a restart with v2 refused = %+v, %v; want v1 (%s) with its settings", res, err, d1)
+	}
+	if st := f2.Status(path); !strings.Contains(st.Error, "no signature") || !strings.Contains(st.Error, v2img) {
+		t.Errorf("status = %+v, want v2's refusal reported", st)
+	}
+	if fetchErrors(f2, ReasonVerify) != 1 {
+		t.Errorf("verify errors counted: %v, want 1", fetchErrors(f2, ReasonVerify))
+	}
+
+	// The reference manifest goes: its last good version is forgotten, a
+	// new one of the same path starts afresh.
+	f2.Stamps(map[string]abi.Manifest{})
+	f3, _ := newFetcher(t, Config{Dir: cacheDir, Client: newClient(t, pluginoci.Limits{}), Verifier: v})
+	f3.Stamps(map[string]abi.Manifest{path: ref2})
+	if res, err := f3.Resolve(ctx, path, ref2); err == nil {
+		t.Fatalf("Resolve of a refused image after its manifest was removed = %+v, want the refusal", res)
+	}
+}
