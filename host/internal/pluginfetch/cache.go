@@ -137,31 +137,39 @@ func (c cache) clean() {
 }
 
 // loadTags reads the remembered resolutions; a missing file is none.
-func (c cache) loadTags() (map[string]string, error) {
-	b, err := os.ReadFile(filepath.Join(c.dir, tagsFile))
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return map[string]string{}, err
-	}
-	tags := map[string]string{}
-	if err := json.Unmarshal(b, &tags); err != nil {
-		return map[string]string{}, fmt.Errorf("%s: %w", filepath.Join(c.dir, tagsFile), err)
-	}
-	return tags, nil
-}
+func (c cache) loadTags() (map[string]string, error) { return loadJSON[string](c.dir, tagsFile) }
 
 // saveTags writes the remembered resolutions atomically.
-func (c cache) saveTags(tags map[string]string) error {
-	b, err := json.MarshalIndent(tags, "", "  ")
+func (c cache) saveTags(tags map[string]string) error { return saveJSON(c.dir, tagsFile, tags) }
+
+// loadJSON reads the map in dir/name; a missing file is an empty map, an
+// unreadable one an empty map and the error.
+func loadJSON[V any](dir, name string) (map[string]V, error) {
+	path := filepath.Join(dir, name)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]V{}, nil
+	}
+	if err != nil {
+		return map[string]V{}, err
+	}
+	m := map[string]V{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return map[string]V{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// saveJSON writes m to dir/name atomically.
+func saveJSON[V any](dir, name string, m map[string]V) error {
+	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(c.dir, tagsFile), b)
+	return writeAtomic(filepath.Join(dir, name), b)
 }
 
 // writeAtomic writes path through a synced temporary file and a rename.

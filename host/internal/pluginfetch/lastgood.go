@@ -1,11 +1,6 @@
 package pluginfetch
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 
 	"github.com/wasmlet/wasmlet/abi"
@@ -29,32 +24,11 @@ type lastGood struct {
 
 // loadLastGood reads the last good resolutions; a missing file is none.
 func (c cache) loadLastGood() (map[string]lastGood, error) {
-	path := filepath.Join(c.dir, lastGoodFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]lastGood{}, nil
-	}
-	if err != nil {
-		return map[string]lastGood{}, err
-	}
-	m := map[string]lastGood{}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return map[string]lastGood{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return m, nil
+	return loadJSON[lastGood](c.dir, lastGoodFile)
 }
 
 // saveLastGood writes the last good resolutions atomically.
-func (c cache) saveLastGood(m map[string]lastGood) error {
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
-		return err
-	}
-	return writeAtomic(filepath.Join(c.dir, lastGoodFile), b)
-}
+func (c cache) saveLastGood(m map[string]lastGood) error { return saveJSON(c.dir, lastGoodFile, m) }
 
 // rememberGood records that the reference manifest at path resolved to
 // digest, persisting it when that is news.
