@@ -11,6 +11,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/extension"
+	"github.com/wasmlet/wasmlet/host/internal/node"
 	"github.com/wasmlet/wasmlet/host/internal/pluginapi"
 	"github.com/wasmlet/wasmlet/host/internal/pluginfetch"
 	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
@@ -26,6 +27,7 @@ type plugins struct {
 	fetch  *pluginfetch.Fetcher
 	ext    *extension.Extension
 	follow *pluginapi.Follower // nil when standalone
+	node   *node.Watcher       // the node's labels for follow; nil when standalone
 }
 
 // newPlugins loads cfg.PluginDir once (so the source plugins present at start
@@ -61,13 +63,18 @@ func (a *Agent) newPlugins() (*plugins, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: plugins: %w", err)
 	}
-	var follow *pluginapi.Follower
+	var (
+		follow *pluginapi.Follower
+		nw     *node.Watcher
+	)
 	if apiDir != "" {
-		if follow, err = a.newPluginFollower(apiDir, mgr); err != nil {
+		nw = node.NewWatcher(a.cluster.Client(), a.cfg.NodeName)
+		if follow, err = a.newPluginFollower(apiDir, mgr, nw); err != nil {
 			mgr.Close(context.Background())
 			return nil, fmt.Errorf("agent: plugins: %w", err)
 		}
 		mgr.OnChange(follow.Kick)
+		nw.OnLabelsChange(follow.Kick)
 	}
 	mgr.Scan(context.Background())
 	ext, err := extension.New(extension.Config{
@@ -84,13 +91,13 @@ func (a *Agent) newPlugins() (*plugins, error) {
 		mgr.Close(context.Background())
 		return nil, fmt.Errorf("agent: plugins: %w", err)
 	}
-	return &plugins{mgr: mgr, fetch: fetch, ext: ext, follow: follow}, nil
+	return &plugins{mgr: mgr, fetch: fetch, ext: ext, follow: follow, node: nw}, nil
 }
 
 // newPluginFollower makes what keeps dir in line with the cluster's
-// WasmletPlugins selecting this node and reports mgr's plugins in the
-// node's WasmletNode.
-func (a *Agent) newPluginFollower(dir string, mgr *pluginhost.Manager) (*pluginapi.Follower, error) {
+// WasmletPlugins selecting this node (its labels as nw sees them) and
+// reports mgr's plugins in the node's WasmletNode.
+func (a *Agent) newPluginFollower(dir string, mgr *pluginhost.Manager, nw *node.Watcher) (*pluginapi.Follower, error) {
 	client, err := a.cluster.Dynamic()
 	if err != nil {
 		return nil, err
@@ -98,7 +105,7 @@ func (a *Agent) newPluginFollower(dir string, mgr *pluginhost.Manager) (*plugina
 	return pluginapi.New(pluginapi.Config{
 		Client: client, NodeName: a.cfg.NodeName, Dir: dir, Plugins: mgr.Plugins, OnChange: mgr.Rescan,
 		Labels: func() (map[string]string, bool) {
-			n, ok := a.cluster.Node()
+			n, ok := nw.Node()
 			if !ok {
 				return nil, false
 			}
@@ -181,6 +188,7 @@ func (p *plugins) start(spawn func(string, func(context.Context) error)) {
 	spawn("plugin manager", p.mgr.Run)
 	spawn("plugin fetch", p.fetch.Run)
 	if p.follow != nil {
+		spawn("node watch", p.node.Run)
 		spawn("plugin api", p.follow.Run)
 	}
 	spawn("plugin sources", p.ext.Run)

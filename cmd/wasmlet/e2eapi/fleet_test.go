@@ -45,8 +45,9 @@ var (
 // enforce changes the verdict; a WasmletPlugin the node cannot verify
 // leaves the previous version enforced and the error in its WasmletNode;
 // with the API server stopped, and after an agent restart without it, the
-// plugin stays enforced; a selector that does not match never loads;
-// kubectl delete takes it off.
+// plugin stays enforced; a selector that does not match never loads, until
+// the node's labels come to match it, and it is dropped when they stop
+// matching; kubectl delete takes it off.
 // The node works with its own credentials and the RBAC of deploy/ only,
 // and writes no WasmletNode but its own.
 func TestFleet(t *testing.T) {
@@ -266,6 +267,24 @@ func TestFleet(t *testing.T) {
 	if ps, err := a.pluginNames(); err != nil || strings.Contains(ps, "elsewhere") {
 		t.Errorf("/plugins: %s, %v; want no plugin elsewhere", ps, err)
 	}
+
+	// The node's labels start matching the selector: it loads the plugin;
+	// they stop matching: it drops it.
+	if r := kubectl(t, time.Minute, "", "label", "node", *nodeFlag, "pool=nowhere"); r.code != 0 {
+		t.Fatalf("kubectl label: %s%s", r.stdout, r.stderr)
+	}
+	harness.Eventually(t, 2*time.Minute, "elsewhere loaded once the node's labels match", func() (bool, string) {
+		ps, err := a.servingPlugins()
+		return err == nil && ps["elsewhere"] == d1, fmt.Sprint(ps, err)
+	})
+	if r := kubectl(t, time.Minute, "", "label", "node", *nodeFlag, "pool-"); r.code != 0 {
+		t.Fatalf("kubectl label: %s%s", r.stdout, r.stderr)
+	}
+	harness.Eventually(t, 2*time.Minute, "elsewhere dropped once the node's labels stop matching", func() (bool, string) {
+		ps, err := a.servingPlugins()
+		_, loaded := ps["elsewhere"]
+		return err == nil && !loaded, fmt.Sprint(ps, err)
+	})
 
 	// The node's own credentials: its WasmletNode yes, another's no.
 	nodeKubectl := func(stdin string, args ...string) (string, error) {
