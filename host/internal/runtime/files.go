@@ -219,11 +219,14 @@ func (m *Manager) volumeMounts(pod *v1.Pod, c *v1.Container, env []podenv.EnvVar
 				prop = runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
 			case v1.MountPropagationBidirectional:
 				prop = runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
+				if err := m.shareRootDir(); err != nil {
+					return nil, fmt.Errorf("container %s: volume %q: Bidirectional propagation: %w", c.Name, vm.Name, err)
+				}
 			}
 		}
 		rro, err := m.recursiveReadOnly(pod, vm)
 		if err != nil {
-			return nil, fmt.Errorf("container %s: %w", c.Name, err)
+			return nil, fmt.Errorf("container %s: failed to resolve recursive read-only mode: %w", c.Name, err)
 		}
 		mounts = append(mounts, &runtimeapi.Mount{ContainerPath: vm.MountPath, HostPath: host, Readonly: vm.ReadOnly || readOnly,
 			RecursiveReadOnly: rro, Propagation: prop})
