@@ -157,7 +157,24 @@ func (m *Manager) preStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id 
 	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
 		return
 	}
-	if out, err := m.runHandler(ctx, pod, c, id, c.Lifecycle.PreStop, nil); err != nil {
-		m.log.Warn("preStop hook failed", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "error", err, "output", out)
+	// The wait for the handler ends with the grace period; an exec handler
+	// is not cut short there, as the kubelet runs it without a timeout: it
+	// ends with the container, at the stop's SIGKILL (grace plus the 2 s
+	// minimum).
+	hctx := ctx
+	if c.Lifecycle.PreStop.Exec != nil {
+		hctx = context.WithoutCancel(ctx)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if out, err := m.runHandler(hctx, pod, c, id, c.Lifecycle.PreStop, nil); err != nil {
+			m.log.Warn("preStop hook failed", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "error", err, "output", out)
+		}
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		m.log.Info("preStop hook not done within the grace period", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "grace", grace)
 	}
 }

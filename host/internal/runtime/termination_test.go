@@ -4,10 +4,12 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	cri "k8s.io/cri-api/pkg/apis"
 
 	"github.com/wasmlet/wasmlet/host/internal/container"
 )
@@ -72,4 +74,53 @@ func TestTermination_GraceBoundsTheWait(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	order.waitTurn(ctx, "s", time.Hour)
+}
+
+// TestPreStop_execOutlivesGrace: an exec preStop handler runs without a
+// timeout (as the kubelet runs it) and the kill goes on once the grace
+// period is spent, with the 2 s minimum left for the stop; the handler
+// ends with the container.
+func TestPreStop_execOutlivesGrace(t *testing.T) {
+	m, _ := newTestManager(t)
+	rs := withStreaming(m)
+	ctx := context.Background()
+	grace := int64(1)
+	pod := testPod("prestop", v1.RestartPolicyAlways, "main")
+	pod.Spec.TerminationGracePeriodSeconds = &grace
+	pod.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"loop"}}}}
+	st, _ := syncOnce(t, m, pod, NewBackOff())
+	id := st.FindContainer("main").ID
+
+	stopped := make(chan struct{})
+	var execTimeout atomic.Int64
+	execTimeout.Store(-1)
+	rs.execSync = func(_ string, _ []string, timeout time.Duration) ([]byte, []byte, error) {
+		execTimeout.Store(int64(timeout))
+		<-stopped // the handler loops until the container dies
+		return nil, nil, nil
+	}
+	stop := &stopRecorder{RuntimeService: rs, stopped: stopped}
+	m.rs = stop
+	if err := m.KillContainer(ctx, pod, "main", id, "test", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := execTimeout.Load(); got != 0 {
+		t.Errorf("preStop ExecSync timeout = %v, want 0 (none)", time.Duration(got))
+	}
+	if stop.timeout != MinimumGracePeriod {
+		t.Errorf("StopContainer timeout = %d, want the %d s minimum once the grace period went to the handler", stop.timeout, MinimumGracePeriod)
+	}
+}
+
+// stopRecorder records StopContainer's timeout and closes stopped.
+type stopRecorder struct {
+	cri.RuntimeService
+	stopped chan struct{}
+	timeout int64
+}
+
+func (s *stopRecorder) StopContainer(ctx context.Context, id string, timeout int64) error {
+	s.timeout = timeout
+	close(s.stopped)
+	return s.RuntimeService.StopContainer(ctx, id, timeout)
 }
