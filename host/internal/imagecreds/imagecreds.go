@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/hashicorp/go-hclog"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -164,4 +166,18 @@ func (r *Resolver) pullSecrets(ctx context.Context, pod *v1.Pod) []string {
 		}
 	}
 	return names
+}
+
+// ClientServiceAccounts reads ServiceAccounts with client (the node's API
+// client): one GET a pull, which the Node authorizer allows for the
+// ServiceAccounts of pods bound to the node when the API server runs with
+// the KubeletServiceAccountTokenForCredentialProviders feature.
+func ClientServiceAccounts(client kubernetes.Interface) ServiceAccounts {
+	return clientServiceAccounts{client}
+}
+
+type clientServiceAccounts struct{ client kubernetes.Interface }
+
+func (c clientServiceAccounts) ServiceAccount(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error) {
+	return c.client.CoreV1().ServiceAccounts(namespace).Get(ctx, name, metav1.GetOptions{})
 }
