@@ -2,10 +2,13 @@ package wasiruntime
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -106,15 +109,26 @@ func (s *imageServer) PullImage(ctx context.Context, req *runtimeapi.PullImageRe
 	client := r.registry.WithKeychain(authKeychain{req.GetAuth()})
 	img, err := r.images.Pull(ref, named, client.RemoteOptions(ctx)...)
 	if err != nil {
-		code := codes.Unknown
-		if errors.Is(pluginoci.Explain(err), pluginoci.ErrUnauthorized) {
-			code = codes.Unauthenticated
-		}
-		return nil, status.Error(code, pluginoci.Explain(err).Error())
+		return nil, pullError(err)
 	}
 	r.log.Info("image pulled", "image", ref, "id", img.ID)
 	go r.modules.get(context.Background(), img, ref)
 	return &runtimeapi.PullImageResponse{ImageRef: img.ID}, nil
+}
+
+// pullError is a failed registry pull as a gRPC status: Unauthenticated
+// for the registry's 401 or 403, with its message; a hint at the CA flags
+// for a certificate of an unknown authority.
+func pullError(err error) error {
+	var te *transport.Error
+	if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
+		return status.Error(codes.Unauthenticated, err.Error())
+	}
+	var ua x509.UnknownAuthorityError
+	if errors.As(err, &ua) {
+		return status.Errorf(codes.Unknown, "%v (the registry's CA is not trusted: wasmlet runtime --registry-ca, wasmlet run --image-registry-ca)", err)
+	}
+	return status.Error(codes.Unknown, err.Error())
 }
 
 // authKeychain presents a CRI pull request's credentials to every

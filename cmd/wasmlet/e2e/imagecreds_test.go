@@ -124,6 +124,7 @@ providers:
 		}
 		return false
 	})
+	t.Logf("without-secret: ErrImagePull: %s", pullMsg)
 	if !strings.Contains(strings.ToLower(pullMsg), "unauthorized") || !strings.Contains(pullMsg, secretRef) {
 		t.Errorf("ErrImagePull message %q: want the registry's 401 (unauthorized) naming %s", pullMsg, secretRef)
 	}
