@@ -60,6 +60,9 @@ if [ "${E2E_REGISTRY:-1}" != 0 ]; then
   cosign=$(hack/cosign/build.sh) || status=1
   if [ -n "${cosign:-}" ] && hack/registry/up.sh "$base/registry" >/dev/null; then
     registry_args=(-registry-env "$base/registry/env" -cosign "$cosign")
+    # containerd and the embedded runtime trust the registry's CA
+    # (hack/containerd/up.sh, e2e_runtime_up), for TestImageCredentials.
+    export REGISTRY_ENV=$base/registry/env
     (cd cmd/wasmlet/e2eregistry && "$out/bin/e2eregistry.test" -test.v -test.count=1 \
       -test.timeout "${E2E_TIMEOUT:-30m}" ${E2E_RUN:+-test.run "$E2E_RUN"} \
       -registry-env "$base/registry/env" -wasmlet "$repo/bin/wasmlet" -repo "$repo" \

@@ -41,9 +41,10 @@ func runRuntime(args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "", "CRI endpoint to serve (default unix://<root-dir>/cri.sock)")
 	podIP := fs.String("pod-ip", "", "IP reported for every pod (default: the node's first non-loopback IPv4)")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	registryCA := fs.String("registry-ca", "", "PEM `file` of CAs trusted for image registries besides the system's")
 	metricsAddr := fs.String("metrics-address", "", "serve Prometheus metrics at http://ADDRESS/metrics (e.g. 127.0.0.1:10256); empty: off")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: wasmlet runtime [flags]\n       wasmlet runtime import [--root-dir DIR] [NAME] SOURCE\n\nServes the CRI v1 runtime and image services for WASI modules.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: wasmlet runtime [flags]\n       wasmlet runtime import [--root-dir DIR] [NAME] SOURCE\n\nServes the CRI v1 runtime and image services for WASI modules. PullImage pulls\nWasm images from registries with the request's credentials.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -51,7 +52,7 @@ func runRuntime(args []string, stdout, stderr io.Writer) int {
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "wasmlet", Level: hclog.LevelFromString(*level), Output: stderr})
 	reg := prometheus.NewRegistry()
-	rt, err := wasiruntime.New(wasiruntime.Config{RootDir: *root, PodIP: *podIP, Logger: log, Registerer: reg})
+	rt, err := wasiruntime.New(wasiruntime.Config{RootDir: *root, PodIP: *podIP, RegistryCA: *registryCA, Logger: log, Registerer: reg})
 	if err != nil {
 		log.Error("start runtime", "error", err)
 		return 1

@@ -9,6 +9,8 @@
 # $BRIDGE, default wle<random>), starts containerd with its log in
 # BASE/containerd.log and records PID, BRIDGE and SUBNET in BASE/env for
 # hack/containerd/down.sh. Prints the CRI endpoint when containerd answers.
+# With REGISTRY_ENV set (hack/registry/up.sh's env file), containerd trusts
+# that registry's CA (BASE/certs.d/<registry>/hosts.toml).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 base=${1:?usage: up.sh BASE SANDBOX_IMAGE}
@@ -27,6 +29,16 @@ fi
 sed -e "s#@BASE@#$base#g" -e "s#@SANDBOX_IMAGE@#$sandbox#g" "$here/containerd.toml.in" >"$base/containerd.toml"
 sed -e "s#@BASE@#$base#g" -e "s#@BRIDGE@#$bridge#g" -e "s#@SUBNET@#$subnet#g" \
   "$here/bridge.conflist.in" >"$base/cni/net.d/10-wasmlet-e2e.conflist"
+# REGISTRY_ENV (the env file hack/registry/up.sh wrote): containerd trusts
+# that registry's CA, through a hosts.toml under the config_path.
+if [ -n "${REGISTRY_ENV:-}" ]; then
+  (
+    . "$REGISTRY_ENV"
+    mkdir -p "$base/certs.d/$REGISTRY"
+    printf 'server = "https://%s"\n\n[host."https://%s"]\n  capabilities = ["pull", "resolve"]\n  ca = "%s"\n' \
+      "$REGISTRY" "$REGISTRY" "$REGISTRY_CA" >"$base/certs.d/$REGISTRY/hosts.toml"
+  )
+fi
 containerd --config "$base/containerd.toml" >>"$base/containerd.log" 2>&1 &
 pid=$!
 printf 'PID=%s\nBRIDGE=%s\nSUBNET=%s\nSANDBOX=%s\n' "$pid" "$bridge" "$subnet" "$sandbox" >"$base/env"

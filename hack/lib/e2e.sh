@@ -92,7 +92,8 @@ e2e_runtime_up() {
     mkdir -p "$rtroot" || return 1
     "$repo/bin/wasmlet" runtime import --root-dir "$rtroot" wasmlet.local/testbox:1.0 "$1" >/dev/null || return 1
     ep=unix://$base/embedded/rt.sock
-    "$repo/bin/wasmlet" runtime --root-dir "$rtroot" --listen "$ep" >"$base/embedded/runtime.log" 2>&1 &
+    "$repo/bin/wasmlet" runtime --root-dir "$rtroot" --listen "$ep" \
+      ${REGISTRY_ENV:+--registry-ca "$(. "$REGISTRY_ENV" && echo "$REGISTRY_CA")"} >"$base/embedded/runtime.log" 2>&1 &
     rtpid=$!
     if ! "$out/bin/cri" -e "$ep" -timeout 30s wait; then
       log "embedded runtime did not start:"; tail -n 20 "$base/embedded/runtime.log" >&2

@@ -161,7 +161,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	endpoint := a.cfg.ContainerRuntimeEndpoint
 	if endpoint == "" {
-		rt, err := wasiruntime.New(wasiruntime.Config{RootDir: filepath.Join(a.cfg.RootDir, "runtime"), Logger: a.log.Named("wasi")})
+		rt, err := wasiruntime.New(wasiruntime.Config{RootDir: filepath.Join(a.cfg.RootDir, "runtime"), RegistryCA: a.cfg.ImageRegistryCA, Logger: a.log.Named("wasi")})
 		if err != nil {
 			return fmt.Errorf("agent: embedded WASI runtime: %w", err)
 		}
@@ -302,6 +302,7 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 		Endpoint: endpoint, ImageEndpoint: a.cfg.ImageServiceEndpoint, Timeout: a.cfg.RuntimeRequestTimeout.Duration,
 		RootDir: a.cfg.RootDir, PodLogsDir: a.cfg.PodLogsDir, LogSymlinkDir: a.logSymlinkDir(), Logger: a.log.Named("runtime"),
 		Hooks: a.plugins.hooks(), Volumes: a.data.volumes, Env: a.data.env, ClusterDomain: a.cfg.ClusterDomain,
+		Credentials:    a.data.creds,
 		DNS:            dns.New(dns.Config{ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, ResolvConf: *a.cfg.ResolvConf}),
 		RuntimeClasses: a.classes,
 		Instrument:     calls.Wrap,

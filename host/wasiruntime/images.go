@@ -2,13 +2,18 @@ package wasiruntime
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
+	"net/http"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/wasmlet/wasmlet/host/internal/pluginoci"
 	"github.com/wasmlet/wasmlet/host/wasiruntime/image"
 )
 
@@ -73,9 +78,12 @@ func (s *imageServer) ImageStatus(_ context.Context, req *runtimeapi.ImageStatus
 
 // PullImage implements the CRI call. A file reference (file:///abs/path or
 // /abs/path: a .wasm module, an OCI image layout or an image tarball) is
-// imported again on every pull, under the reference as its name; any other
-// name must already be in the store (there is no registry client).
-func (s *imageServer) PullImage(_ context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
+// imported again on every pull, under the reference as its name. A name
+// imported into the store (`wasmlet runtime import`) is served from it. Any
+// other name is pulled from its registry with the request's credentials —
+// the Wasm OCI artifact, or an image with a Wasm layer — over TLS (plain
+// HTTP only to a registry on loopback) and stored under the name.
+func (s *imageServer) PullImage(ctx context.Context, req *runtimeapi.PullImageRequest) (*runtimeapi.PullImageResponse, error) {
 	ref := req.GetImage().GetImage()
 	r := s.r
 	if _, ok := image.SourcePath(ref); ok {
@@ -87,16 +95,56 @@ func (s *imageServer) PullImage(_ context.Context, req *runtimeapi.PullImageRequ
 		go r.modules.get(context.Background(), img, ref) // warm the compile; errors surface at CreateContainer
 		return &runtimeapi.PullImageResponse{ImageRef: img.ID}, nil
 	}
-	img, err := r.images.Resolve(ref)
-	if errors.Is(err, image.ErrNotFound) {
-		return nil, status.Errorf(codes.NotFound,
-			"image %q is not in the embedded runtime's store %s and there is no registry: import it with `wasmlet runtime import` or reference a file (file:///abs/path.wasm)",
-			ref, r.images.Dir())
+	if r.images.Imported(ref) {
+		img, err := r.images.Resolve(ref)
+		if err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		return &runtimeapi.PullImageResponse{ImageRef: img.ID}, nil
 	}
+	named, err := pluginoci.ParseReference(ref)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, status.Errorf(codes.InvalidArgument, "image %q: %v", ref, err)
 	}
+	client := r.registry.WithKeychain(authKeychain{req.GetAuth()})
+	img, err := r.images.Pull(ref, named, client.RemoteOptions(ctx)...)
+	if err != nil {
+		return nil, pullError(err)
+	}
+	r.log.Info("image pulled", "image", ref, "id", img.ID)
+	go r.modules.get(context.Background(), img, ref)
 	return &runtimeapi.PullImageResponse{ImageRef: img.ID}, nil
+}
+
+// pullError is a failed registry pull as a gRPC status: Unauthenticated
+// for the registry's 401 or 403, with its message; a hint at the CA flags
+// for a certificate of an unknown authority.
+func pullError(err error) error {
+	var te *transport.Error
+	if errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden) {
+		return status.Error(codes.Unauthenticated, err.Error())
+	}
+	var ua x509.UnknownAuthorityError
+	if errors.As(err, &ua) {
+		return status.Errorf(codes.Unknown, "%v (the registry's CA is not trusted: wasmlet runtime --registry-ca, wasmlet run --image-registry-ca)", err)
+	}
+	return status.Error(codes.Unknown, err.Error())
+}
+
+// authKeychain presents a CRI pull request's credentials to every
+// registry (the agent chose them for the image's); none is anonymous.
+type authKeychain struct{ auth *runtimeapi.AuthConfig }
+
+// Resolve implements authn.Keychain.
+func (k authKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
+	a := k.auth
+	if a == nil || (a.Username == "" && a.Password == "" && a.Auth == "" && a.IdentityToken == "" && a.RegistryToken == "") {
+		return authn.Anonymous, nil
+	}
+	return authn.FromConfig(authn.AuthConfig{
+		Username: a.Username, Password: a.Password, Auth: a.Auth,
+		IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken,
+	}), nil
 }
 
 // RemoveImage implements the CRI call: the image goes with all its names.

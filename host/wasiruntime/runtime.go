@@ -39,6 +39,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/wasmlet/wasmlet/host/internal/meter"
+	"github.com/wasmlet/wasmlet/host/internal/pluginoci"
 	"github.com/wasmlet/wasmlet/host/wasiruntime/image"
 )
 
@@ -59,6 +60,10 @@ type Config struct {
 	// PodIP is the IP reported for every sandbox (pods share the node's
 	// network); empty means the first non-loopback IPv4 of the node.
 	PodIP string
+	// RegistryCA is a PEM file of certificate authorities trusted for
+	// image registries besides the system's, for a registry with a
+	// private CA.
+	RegistryCA string
 	// Logger receives structured logs; nil discards them.
 	Logger hclog.Logger
 	// Registerer receives the runtime's metrics (wasmlet_wasiruntime_*);
@@ -72,8 +77,11 @@ type Runtime struct {
 	cfg    Config
 	log    hclog.Logger
 	images *image.Store
-	podIP  string
-	state  *stateDir
+	// registry reads images from registries (the credentials are each
+	// pull's own).
+	registry *pluginoci.Client
+	podIP    string
+	state    *stateDir
 
 	wz      *engines
 	modules *moduleCache
@@ -133,6 +141,10 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wasiruntime: metrics: %w", err)
 	}
+	registry, err := pluginoci.New(pluginoci.Config{CAFile: cfg.RegistryCA, UserAgent: "wasmlet-wasiruntime"})
+	if err != nil {
+		return nil, fmt.Errorf("wasiruntime: %w", err)
+	}
 	ctx := context.Background()
 	wz, err := newEngines(ctx, cfg.CacheDir)
 	if err != nil {
@@ -147,6 +159,7 @@ func New(cfg Config) (*Runtime, error) {
 		cfg:        cfg,
 		log:        log,
 		images:     images,
+		registry:   registry,
 		podIP:      podIP,
 		state:      st,
 		wz:         wz,

@@ -119,6 +119,15 @@ func ParseReference(s string) (name.Reference, error) {
 	return ref, nil
 }
 
+// WithKeychain returns a Client like c that finds credentials in kc (for
+// a caller whose credentials change from one request to the next, such as
+// an image pull that carries its own).
+func (c *Client) WithKeychain(kc authn.Keychain) *Client {
+	cp := *c
+	cp.keychain = kc
+	return &cp
+}
+
 // RemoteOptions are the go-containerregistry options the client reaches a
 // registry with — its keychain, its transport (with the loopback-only rule
 // for plain HTTP and the CA file) and its user agent — for packages that

@@ -7,6 +7,7 @@ import (
 
 	"github.com/wasmlet/wasmlet/host/internal/container"
 	v1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/util/flowcontrol"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -51,7 +52,7 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if backOff != nil && backOff.IsInBackOffSinceUpdate(key, backOff.Clock.Now()) {
 		return "", container.ErrImagePullBackOff, fmt.Sprintf("Back-off pulling image %q", c.Image)
 	}
-	ref, err := m.is.PullImage(ctx, spec, nil, sbConfig)
+	ref, err := m.pull(ctx, pod, spec, sbConfig)
 	if err != nil {
 		if backOff != nil {
 			backOff.Next(key, backOff.Clock.Now())
@@ -62,4 +63,35 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 		backOff.DeleteEntry(key)
 	}
 	return ref, nil, ""
+}
+
+// pull pulls spec with each of the pod's credentials for it in turn, as the
+// kubelet does: the first accepted wins; when all are refused, the error
+// is every refusal's, joined (with what could not be read of the
+// credentials). No credentials: one anonymous pull.
+func (m *Manager) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sbConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	var auths []*runtimeapi.AuthConfig
+	var problems error
+	if m.cfg.Credentials != nil {
+		auths, problems = m.cfg.Credentials.Credentials(ctx, pod, spec.Image)
+	}
+	if len(auths) == 0 {
+		ref, err := m.is.PullImage(ctx, spec, nil, sbConfig)
+		if err != nil && problems != nil {
+			return "", fmt.Errorf("%w (%v)", err, problems)
+		}
+		return ref, err
+	}
+	var errs []error
+	for _, auth := range auths {
+		ref, err := m.is.PullImage(ctx, spec, auth, sbConfig)
+		if err == nil {
+			return ref, nil
+		}
+		errs = append(errs, err)
+	}
+	if problems != nil {
+		errs = append(errs, problems)
+	}
+	return "", utilerrors.NewAggregate(errs)
 }

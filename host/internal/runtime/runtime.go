@@ -76,6 +76,10 @@ type Config struct {
 	// Env resolves a container's environment; nil means a resolver with
 	// no API server.
 	Env Env
+	// Credentials, when not nil, gives the credentials an image pull
+	// presents to the registry (host/internal/imagecreds); nil pulls
+	// anonymously.
+	Credentials Credentials
 	// Hooks, when not nil, is called at lifecycle points.
 	Hooks container.Hooks
 	// Cgroups, when not nil, is the pod cgroup hierarchy: each sandbox is
@@ -100,6 +104,15 @@ type Config struct {
 	// Instrument, when set, wraps the CRI services once connected (e.g.
 	// crimetrics timing every call).
 	Instrument func(cri.RuntimeService, cri.ImageManagerService) (cri.RuntimeService, cri.ImageManagerService)
+}
+
+// Credentials finds the credentials of an image pull (imagecreds.Resolver).
+type Credentials interface {
+	// Credentials returns the credentials to try in order when pulling
+	// image for pod; none means an anonymous pull. The error tells what
+	// could not be read (a missing Secret, a failing provider): the pull
+	// goes on with what was found and its failure message carries it.
+	Credentials(ctx context.Context, pod *v1.Pod, image string) ([]*runtimeapi.AuthConfig, error)
 }
 
 // RuntimeClasses resolves a pod's RuntimeClass (runtimeclass.Manager).

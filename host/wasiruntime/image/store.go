@@ -28,6 +28,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	gname "github.com/google/go-containerregistry/pkg/name"
+	ggcrv1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // Image is one module in the store.
@@ -374,4 +378,45 @@ func writeFileAtomic(path string, b []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// pulledPrefix starts the source recorded for an image pulled from a
+// registry.
+const pulledPrefix = "registry "
+
+// Pull reads the Wasm image ref names from its registry with opts (the
+// first image of an index), takes its module as an import does and stores
+// it under name (normalized), recording the manifest's digest.
+func (s *Store) Pull(name string, ref gname.Reference, opts ...remote.Option) (Image, error) {
+	name = Normalize(name)
+	fail := func(err error) (Image, error) { return Image{}, fmt.Errorf("pull image %s: %w", ref, err) }
+	desc, err := remote.Get(ref, opts...)
+	if err != nil {
+		return fail(err)
+	}
+	var img ggcrv1.Image
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return fail(err)
+		}
+		img, err = firstImage(idx, 0)
+	} else {
+		img, err = desc.Image()
+	}
+	if err != nil {
+		return fail(err)
+	}
+	mod, meta, err := moduleOf(img)
+	if err != nil {
+		return fail(err)
+	}
+	return s.add(name, mod, meta, pulledPrefix+ref.Context().Digest(desc.Digest.String()).String())
+}
+
+// Imported reports whether name (normalized) is in the store from a file
+// or `wasmlet runtime import` rather than from a registry pull.
+func (s *Store) Imported(name string) bool {
+	rec, err := s.readRecord(Normalize(name))
+	return err == nil && !strings.HasPrefix(rec.Source, pulledPrefix)
 }

@@ -84,6 +84,24 @@ type WasmletConfiguration struct {
 	// PluginRegistryCA is a PEM file of certificate authorities trusted
 	// for plugin registries besides the system's (--plugin-registry-ca).
 	PluginRegistryCA string `json:"pluginRegistryCA,omitempty"`
+	// ImageCredentialProviderConfig is a CredentialProviderConfig
+	// (kubelet.config.k8s.io/v1) of exec credential provider plugins run
+	// for image pulls, as the kubelet's (--image-credential-provider-config).
+	ImageCredentialProviderConfig string `json:"imageCredentialProviderConfig,omitempty"`
+	// ImageCredentialProviderBinDir holds the credential providers'
+	// executables (--image-credential-provider-bin-dir); required with
+	// ImageCredentialProviderConfig.
+	ImageCredentialProviderBinDir string `json:"imageCredentialProviderBinDir,omitempty"`
+	// ImagePullDockerConfig is a docker config.json whose credentials
+	// every image pull may use, after the pod's pull secrets and the
+	// credential providers' (--image-pull-docker-config); meant for the
+	// static pods of a node without an API server. The kubelet has no
+	// such flag: it reads the config.json of fixed paths.
+	ImagePullDockerConfig string `json:"imagePullDockerConfig,omitempty"`
+	// ImageRegistryCA is a PEM file of certificate authorities the
+	// embedded WASI runtime trusts for image registries besides the
+	// system's (--image-registry-ca); a CRI runtime has its own setting.
+	ImageRegistryCA string `json:"imageRegistryCA,omitempty"`
 	// ContainerRuntimeEndpoint is the CRI endpoint, e.g.
 	// unix:///run/containerd/containerd.sock (--container-runtime-endpoint);
 	// empty runs the embedded WASI runtime in-process.

@@ -36,6 +36,9 @@ func (c *WasmletConfiguration) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath(d.path), d.d.Duration.String(), "must be positive"))
 		}
 	}
+	if (c.ImageCredentialProviderConfig == "") != (c.ImageCredentialProviderBinDir == "") {
+		errs = append(errs, field.Required(field.NewPath("imageCredentialProviderBinDir"), "imageCredentialProviderConfig and imageCredentialProviderBinDir go together"))
+	}
 	webhook := field.NewPath("authentication", "webhook")
 	authzWebhook := field.NewPath("authorization", "webhook")
 	for _, d := range []struct {

@@ -27,6 +27,11 @@ func TestWasmletConfiguration_Validate(t *testing.T) {
 		{"periods", func(c *WasmletConfiguration) {
 			c.FileCheckFrequency, c.SyncFrequency, c.NodeStatusReportFrequency = dur(-time.Second), dur(0), dur(-1)
 		}, []string{"FieldValueInvalid fileCheckFrequency", "FieldValueInvalid syncFrequency", "FieldValueInvalid nodeStatusReportFrequency"}},
+		{"credential providers", func(c *WasmletConfiguration) {
+			c.ImageCredentialProviderConfig, c.ImageCredentialProviderBinDir = "/p.yaml", "/bin"
+		}, nil},
+		{"credential provider config without bin dir", func(c *WasmletConfiguration) { c.ImageCredentialProviderConfig = "/p.yaml" },
+			[]string{"FieldValueRequired imageCredentialProviderBinDir"}},
 		{"plugin resolve interval", func(c *WasmletConfiguration) { c.PluginResolveInterval = dur(0) }, []string{"FieldValueInvalid pluginResolveInterval"}},
 		{"negative timeouts", func(c *WasmletConfiguration) {
 			c.PluginIdleTimeout = ptr.To(dur(-time.Second))
