@@ -155,6 +155,9 @@ type StartConfig struct {
 	// StatusUpdateFrequency and StatusReportFrequency are the node status
 	// periods (see node.RegistrarConfig).
 	StatusUpdateFrequency, StatusReportFrequency time.Duration
+	// NoCreate leaves the Node's creation to someone else (registerNode
+	// false; see node.RegistrarConfig).
+	NoCreate bool
 }
 
 // Start builds the parts that need the local node and the runtime, and
@@ -166,6 +169,7 @@ func (c *Cluster) Start(sc StartConfig, spawn func(string, func(context.Context)
 		Client: c.client, Node: sc.Node, Ready: sc.Ready, RuntimeHandlers: sc.RuntimeHandlers,
 		StatusUpdateFrequency: sc.StatusUpdateFrequency,
 		StatusReportFrequency: sc.StatusReportFrequency,
+		NoCreate:              sc.NoCreate,
 		Logger:                log.Named("node"),
 	})
 	c.syncer = status.NewSyncer(status.SyncerConfig{
