@@ -1,39 +1,21 @@
 package kubeletapi
 
 import (
-	"bytes"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/wasmlet/wasmlet/internal/syncbuf"
 )
-
-// syncBuffer is a log output safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestServer_clientCAInMemory: a client CA given as PEM (a kubeconfig's
 // cluster CA) authenticates client certificates as a file does; the start
 // names it and the authorization mode, and a refusal is logged with why.
 func TestServer_clientCAInMemory(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	log := hclog.New(&hclog.LoggerOptions{Output: &out, Level: hclog.Info})
 	const source = "the cluster CA of kubeconfig /etc/kubernetes/kubelet.conf"
 	e := startServer(t, nil, func(c *Config) {
@@ -62,7 +44,7 @@ func TestServer_clientCAInMemory(t *testing.T) {
 }
 
 func TestRefusals_note(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	f := newRefusals(hclog.New(&hclog.LoggerOptions{Output: &out}))
 	r := httptest.NewRequest("GET", "/containerLogs/default/web/app", nil)
 	for range 8 {
