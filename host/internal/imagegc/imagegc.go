@@ -11,7 +11,9 @@
 //     among equals), until the usage would be down to the low threshold.
 //
 // An image a container uses, one the runtime pins (the sandbox image), or
-// one first seen less than MinAge ago is never removed. The image
+// one first seen less than MinAge ago is never removed. A runtime from
+// before pinned images (containerd 1.6) names its sandbox image in its
+// verbose status' config (sandboxImage): that image is kept as pinned. The image
 // filesystem is the one the runtime's ImageFsInfo names: its capacity and
 // available bytes come from statfs of its mountpoint, as the kubelet's CRI
 // stats provider reads them. Failures are events on the Node with the
@@ -22,6 +24,7 @@ package imagegc
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -29,6 +32,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
@@ -57,10 +61,11 @@ type Images interface {
 	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
 }
 
-// Containers lists the runtime's containers, in every state (the CRI
-// RuntimeService's ListContainers).
+// Containers lists the runtime's containers, in every state, and reads
+// its status (the CRI RuntimeService's ListContainers and Status).
 type Containers interface {
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error)
 }
 
 // Policy is when images are collected, the kubelet's ImageGCPolicy.
@@ -283,6 +288,7 @@ func (m *Manager) detect(ctx context.Context, now time.Time) (map[string]bool, e
 		refs[c.GetImage().GetImage()] = true
 	}
 	delete(refs, "")
+	sandbox := m.sandboxImage(ctx)
 	inUse := map[string]bool{}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -306,7 +312,7 @@ func (m *Manager) detect(ctx context.Context, now time.Time) (map[string]bool, e
 			inUse[id] = true
 			r.lastUsed = now
 		}
-		r.size, r.pinned = img.GetSize(), img.GetPinned()
+		r.size, r.pinned = img.GetSize(), img.GetPinned() || (sandbox != "" && (slices.Contains(img.GetRepoTags(), sandbox) || slices.Contains(img.GetRepoDigests(), sandbox)))
 	}
 	for id := range m.records {
 		if !seen[id] {
@@ -314,6 +320,37 @@ func (m *Manager) detect(ctx context.Context, now time.Time) (map[string]bool, e
 		}
 	}
 	return inUse, nil
+}
+
+// sandboxImage is the sandbox image a runtime's verbose status names in
+// its config (containerd's sandboxImage), fully qualified as the runtime
+// tags images; "" when it names none.
+func (m *Manager) sandboxImage(ctx context.Context) string {
+	st, err := m.cfg.Containers.Status(ctx, true)
+	if err != nil {
+		return ""
+	}
+	var cfg struct {
+		SandboxImage string `json:"sandboxImage"`
+	}
+	if json.Unmarshal([]byte(st.GetInfo()["config"]), &cfg) != nil || cfg.SandboxImage == "" {
+		return ""
+	}
+	ref, err := name.ParseReference(cfg.SandboxImage)
+	if err != nil {
+		return cfg.SandboxImage
+	}
+	// As containerd names images: docker.io, not go-containerregistry's
+	// index.docker.io.
+	registry := ref.Context().RegistryStr()
+	if registry == name.DefaultRegistry {
+		registry = "docker.io"
+	}
+	sep := ":"
+	if _, ok := ref.(name.Digest); ok {
+		sep = "@"
+	}
+	return registry + "/" + ref.Context().RepositoryStr() + sep + ref.Identifier()
 }
 
 // evictionOrder is the images that may be removed, least recently used

@@ -24,6 +24,7 @@ type fakeCRI struct {
 	capacity   int64
 	other      int64 // bytes used by other things than images
 	fsErr      error
+	config     string // the verbose status' config
 }
 
 func (f *fakeCRI) ListImages(context.Context, *runtimeapi.ImageFilter) ([]*runtimeapi.Image, error) {
@@ -51,6 +52,12 @@ func (f *fakeCRI) ListContainers(context.Context, *runtimeapi.ContainerFilter) (
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.containers), nil
+}
+
+func (f *fakeCRI) Status(context.Context, bool) (*runtimeapi.StatusResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &runtimeapi.StatusResponse{Info: map[string]string{"config": f.config}}, nil
 }
 
 func (f *fakeCRI) fsStats(path string) (int64, int64, error) {
@@ -176,7 +183,9 @@ func TestManager_GarbageCollect_neverAnImageInUseOrPinned(t *testing.T) {
 	c := &clock{t: time.Unix(1000, 0)}
 	pause := image("pause", 10)
 	pause.Pinned = true
-	f := &fakeCRI{images: []*runtimeapi.Image{image("running", 100), image("exited", 100), image("tagged", 100), pause, image("free", 100)}, capacity: 1000, other: 900}
+	oldPause := &runtimeapi.Image{Id: "sha256:p2", Size: 10, RepoTags: []string{"docker.io/library/pause:3.9"}}
+	f := &fakeCRI{images: []*runtimeapi.Image{image("running", 100), image("exited", 100), image("tagged", 100), pause, oldPause, image("free", 100)}, capacity: 1000, other: 900,
+		config: `{"sandboxImage":"pause:3.9"}`}
 	f.use("running", runtimeapi.ContainerState_CONTAINER_RUNNING)
 	f.use("exited", runtimeapi.ContainerState_CONTAINER_EXITED)
 	f.containers = append(f.containers, &runtimeapi.Container{Id: "by-tag", Image: &runtimeapi.ImageSpec{Image: "example.com/tagged:1"}})
