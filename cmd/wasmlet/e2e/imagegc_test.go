@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	v1 "k8s.io/api/core/v1"
@@ -89,6 +91,16 @@ func importVictim(t *testing.T) {
 	t.Helper()
 	img, err := random.Image(4096, 1)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// ctr imports only images of its platform.
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", goruntime.GOARCH
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		t.Fatal(err)
 	}
 	tag, err := name.NewTag(victimImage)
