@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/wasmlet/wasmlet/host/internal/admission"
+	"github.com/wasmlet/wasmlet/host/internal/allocatable"
 	"github.com/wasmlet/wasmlet/host/internal/certificate"
 	"github.com/wasmlet/wasmlet/host/internal/cgroups"
 	"github.com/wasmlet/wasmlet/host/internal/cluster"
@@ -27,6 +29,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/dns"
 	"github.com/wasmlet/wasmlet/host/internal/eviction"
 	"github.com/wasmlet/wasmlet/host/internal/housekeeping"
+	"github.com/wasmlet/wasmlet/host/internal/imagegc"
 	"github.com/wasmlet/wasmlet/host/internal/logrotate"
 	"github.com/wasmlet/wasmlet/host/internal/node"
 	"github.com/wasmlet/wasmlet/host/internal/pacer"
@@ -57,16 +60,17 @@ type Agent struct {
 	reg      prometheus.Registerer
 	gatherer prometheus.Gatherer
 
-	podConfig *config.PodConfig
-	cluster   *cluster.Cluster      // nil when standalone
-	certs     *certificate.Client   // nil without bootstrap or rotation
-	classes   *runtimeclass.Manager // pods' RuntimeClass → CRI handler
-	plugins   *plugins              // nil without a plugin directory
-	data      *podData
-	pods      *pod.Manager
-	statuses  *status.Manager
-	node      atomic.Pointer[v1.Node]                 // set by Run once the runtime answers
-	handlers  atomic.Pointer[[]v1.NodeRuntimeHandler] // the runtime's, as its last Status listed them
+	podConfig   *config.PodConfig
+	reservation *allocatable.Reservation // what allocatable keeps from capacity
+	cluster     *cluster.Cluster         // nil when standalone
+	certs       *certificate.Client      // nil without bootstrap or rotation
+	classes     *runtimeclass.Manager    // pods' RuntimeClass → CRI handler
+	plugins     *plugins                 // nil without a plugin directory
+	data        *podData
+	pods        *pod.Manager
+	statuses    *status.Manager
+	node        atomic.Pointer[v1.Node]                 // set by Run once the runtime answers
+	handlers    atomic.Pointer[[]v1.NodeRuntimeHandler] // the runtime's, as its last Status listed them
 
 	// built is set once the parts below are; /healthz reads them only
 	// then. Until then connectErr holds why the runtime does not answer.
@@ -92,6 +96,10 @@ func NewContext(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger, reg: cfg.Registerer, pods: pod.New(), statuses: status.NewManager()}
+	a.reservation, err = allocatable.New(allocatable.Config{KubeReserved: cfg.KubeReserved, SystemReserved: cfg.SystemReserved, EvictionHard: cfg.EvictionHard})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	switch r := cfg.Registerer.(type) {
 	case nil:
 		reg := prometheus.NewRegistry()
@@ -263,9 +271,22 @@ func (a *Agent) Run(ctx context.Context) error {
 			Terminating:           workers.TerminatingPods,
 			StatusUpdateFrequency: a.cfg.NodeStatusUpdateFrequency.Duration,
 			StatusReportFrequency: a.cfg.NodeStatusReportFrequency.Duration,
+			NoCreate:              !*a.cfg.RegisterNode,
 		}, spawn)
 		defer a.cluster.Stop()
 	}
+	images, err := imagegc.New(imagegc.Config{
+		Images: a.rt.ImageService(), Containers: a.rt.RuntimeService(), Period: a.cfg.ImageGCPeriod.Duration,
+		Policy: imagegc.Policy{
+			HighThresholdPercent: int(*a.cfg.ImageGCHighThresholdPercent), LowThresholdPercent: int(*a.cfg.ImageGCLowThresholdPercent),
+			MinAge: a.cfg.ImageMinimumGCAge.Duration, MaxAge: a.cfg.ImageMaximumGCAge.Duration,
+		},
+		Event: a.cluster.NodeEvent, Logger: a.log.Named("imagegc"), Registerer: a.reg,
+	})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	spawn("image garbage collection", images.Run)
 	a.plugins.start(spawn)
 	for _, run := range a.data.run {
 		spawn("pod data", run)
@@ -363,7 +384,14 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	if a.servesKubeletAPI() {
 		port = int32(*a.cfg.Port)
 	}
-	n, err := node.New(node.Config{Name: a.cfg.NodeName, MaxPods: a.cfg.MaxPods, RootDir: a.cfg.RootDir, AgentVersion: Version, RuntimeVersion: a.rt.Name() + "://" + a.rt.Version(), KubeletPort: port})
+	var nodeIPs []string
+	if a.cfg.NodeIP != "" {
+		nodeIPs = strings.Split(a.cfg.NodeIP, ",")
+	}
+	n, err := node.New(node.Config{
+		Name: a.cfg.NodeName, MaxPods: a.cfg.MaxPods, RootDir: a.cfg.RootDir, AgentVersion: Version, RuntimeVersion: a.rt.Name() + "://" + a.rt.Version(), KubeletPort: port,
+		Allocatable: a.reservation.Allocatable, Labels: a.cfg.NodeLabels, Taints: a.cfg.RegisterWithTaints, ProviderID: a.cfg.ProviderID, NodeIPs: nodeIPs,
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: node: %w", err)
 	}

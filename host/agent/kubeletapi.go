@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/wasmlet/wasmlet/host/internal/certificate"
+	"github.com/wasmlet/wasmlet/host/internal/cluster"
 	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/kubeletapi"
 )
@@ -56,11 +57,21 @@ func (a *Agent) newKubeletAPI(node *v1.Node, spawn func(string, func(context.Con
 		getCert = srv.GetCertificate
 	}
 	authn, authz := a.cfg.Authentication, a.cfg.Authorization
+	caFile, ca, caSource := authn.X509.ClientCAFile, []byte(nil), ""
+	if caFile == "" && a.cluster != nil {
+		// As kubeadm configures the kubelet: the API server's client
+		// certificate is issued by the cluster CA.
+		var err error
+		if caFile, ca, err = cluster.ClusterCA(a.cfg.KubeConfig); err != nil {
+			return nil, fmt.Errorf("agent: kubelet API: client CA: %w", err)
+		}
+		caSource = "the cluster CA of kubeconfig " + a.cfg.KubeConfig
+	}
 	s, err := kubeletapi.New(kubeletapi.Config{
 		Address: a.cfg.SecureAddress, Port: *a.cfg.Port, GetCertificate: getCert,
 		TLSCertFile: a.cfg.TLSCertFile, TLSKeyFile: a.cfg.TLSPrivateKeyFile, CertDir: a.cfg.CertDir,
 		NodeName: a.cfg.NodeName, NodeIPs: ips,
-		ClientCAFile: authn.X509.ClientCAFile, Client: a.cluster.Client(), Anonymous: *authn.Anonymous.Enabled,
+		ClientCAFile: caFile, ClientCA: ca, ClientCASource: caSource, Client: a.cluster.Client(), Anonymous: *authn.Anonymous.Enabled,
 		Authorization: string(authz.Mode), NoTokenReview: !*authn.Webhook.Enabled,
 		Caches: kubeletapi.CacheTTLs{
 			Token:        authn.Webhook.CacheTTL.Duration,

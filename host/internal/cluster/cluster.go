@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -155,6 +156,9 @@ type StartConfig struct {
 	// StatusUpdateFrequency and StatusReportFrequency are the node status
 	// periods (see node.RegistrarConfig).
 	StatusUpdateFrequency, StatusReportFrequency time.Duration
+	// NoCreate leaves the Node's creation to someone else (registerNode
+	// false; see node.RegistrarConfig).
+	NoCreate bool
 }
 
 // Start builds the parts that need the local node and the runtime, and
@@ -166,6 +170,7 @@ func (c *Cluster) Start(sc StartConfig, spawn func(string, func(context.Context)
 		Client: c.client, Node: sc.Node, Ready: sc.Ready, RuntimeHandlers: sc.RuntimeHandlers,
 		StatusUpdateFrequency: sc.StatusUpdateFrequency,
 		StatusReportFrequency: sc.StatusReportFrequency,
+		NoCreate:              sc.NoCreate,
 		Logger:                log.Named("node"),
 	})
 	c.syncer = status.NewSyncer(status.SyncerConfig{
@@ -231,6 +236,27 @@ func (c *Cluster) Event(p *v1.Pod, eventType, reason, message string) {
 		obj = m
 	}
 	c.recorder.Event(obj, eventType, reason, message)
+}
+
+// NodeEvent records a Kubernetes Event about the node, referring to it as
+// the kubelet does (kind Node, the node's name as name and UID).
+func (c *Cluster) NodeEvent(eventType, reason, message string) {
+	if c == nil || c.recorder == nil {
+		return
+	}
+	ref := &v1.ObjectReference{Kind: "Node", Name: c.cfg.NodeName, UID: types.UID(c.cfg.NodeName)}
+	c.recorder.Event(ref, eventType, reason, message)
+}
+
+// ClusterCA is the certificate authority of the kubeconfig's current
+// cluster: a file it names, or else the PEM it holds; both empty when it
+// has none.
+func ClusterCA(kubeconfig string) (file string, pem []byte, err error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return "", nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return rc.TLSClientConfig.CAFile, rc.TLSClientConfig.CAData, nil
 }
 
 // countingTransport counts requests by method, resource and code.

@@ -57,8 +57,15 @@ type Config struct {
 
 	// ClientCAFile is a PEM bundle of CAs whose client certificates
 	// authenticate (user = CommonName, groups = Organization); it is
-	// reloaded when the file changes. Empty disables x509 authentication.
+	// reloaded when the file changes. Empty disables x509 authentication
+	// unless ClientCA is set.
 	ClientCAFile string
+	// ClientCA, without ClientCAFile, is a PEM bundle of client CAs held
+	// in memory: the cluster CA of the node's kubeconfig, as kubeadm
+	// configures the kubelet. ClientCASource names where it came from in
+	// the start-up log.
+	ClientCA       []byte
+	ClientCASource string
 	// Client is used for TokenReview (bearer token authentication, cached
 	// 2 min) and SubjectAccessReview (Webhook authorization). Nil disables
 	// token authentication, and then Authorization must be "AlwaysAllow".

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +29,8 @@ type Server struct {
 	authz authorizer.Authorizer
 	tls   *dynamicTLS
 	ln    net.Listener
+	// refused logs refused requests, rate-limited.
+	refused *refusals
 }
 
 // options are test hooks.
@@ -54,19 +57,25 @@ func newServer(cfg Config, opts options) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), refused: newRefusals(cfg.Logger)}
 
-	var clientCA *dynamiccertificates.DynamicFileCAContent
-	if cfg.ClientCAFile != "" {
-		var err error
-		if clientCA, err = dynamiccertificates.NewDynamicCAContentFromFile("client-ca-bundle", cfg.ClientCAFile); err != nil {
+	var ca dynamiccertificates.CAContentProvider // nil: no x509 authentication
+	caSource := "none: x509 client certificates are not accepted"
+	switch {
+	case cfg.ClientCAFile != "":
+		fileCA, err := dynamiccertificates.NewDynamicCAContentFromFile("client-ca-bundle", cfg.ClientCAFile)
+		if err != nil {
 			return nil, fmt.Errorf("kubelet API: client CA: %w", err)
 		}
+		ca, caSource = fileCA, cfg.ClientCAFile
+	case len(cfg.ClientCA) > 0:
+		static, err := dynamiccertificates.NewStaticCAContent("client-ca-bundle", cfg.ClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet API: client CA from %s: %w", cfg.ClientCASource, err)
+		}
+		ca, caSource = static, cfg.ClientCASource
 	}
-	var ca dynamiccertificates.CAContentProvider // a nil *DynamicFileCAContent must stay an untyped nil
-	if clientCA != nil {
-		ca = clientCA
-	}
+	s.refused.x509, s.refused.caName = ca != nil, caSource
 	var err error
 	cfg.Caches = cfg.Caches.withDefaults()
 	tokens := cfg.Client
@@ -87,9 +96,15 @@ func newServer(cfg Config, opts options) (*Server, error) {
 			return nil, fmt.Errorf("kubelet API: %w", err)
 		}
 	}
-	if s.tls, err = newDynamicTLS(certFile, keyFile, cfg.GetCertificate, clientCA); err != nil {
+	if s.tls, err = newDynamicTLS(certFile, keyFile, cfg.GetCertificate, ca); err != nil {
 		return nil, fmt.Errorf("kubelet API: %w", err)
 	}
+	authz := cfg.Authorization
+	if authz == "" {
+		authz = AuthorizationWebhook
+	}
+	s.log.Info("kubelet API authentication and authorization", "client_ca", caSource,
+		"token_review", !isNil(cfg.Client) && !cfg.NoTokenReview, "anonymous", cfg.Anonymous, "authorization_mode", authz)
 
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "ok")
@@ -180,15 +195,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 
 	resp, ok, err := s.authn.AuthenticateRequest(r)
-	if err != nil {
-		s.log.Warn("unable to authenticate the request", "error", err)
-	}
 	if err != nil || !ok {
+		s.refused.note(r, "", http.StatusUnauthorized, s.refused.unauthenticated(r, err))
 		writeText(rec, http.StatusUnauthorized, "Unauthorized")
 		return
 	}
 	userName = resp.User.GetName()
 	if code, msg := s.authorize(resp.User, r); code != 0 {
+		s.refused.note(r, userName, code, strings.TrimSpace(msg))
 		writeText(rec, code, msg)
 		return
 	}

@@ -122,13 +122,13 @@ type dynamicTLS struct {
 	config     *tls.Config
 	controller *dynamiccertificates.DynamicServingCertificateController
 	serving    *dynamiccertificates.DynamicCertKeyPairContent // nil with getCert
-	clientCA   *dynamiccertificates.DynamicFileCAContent      // nil without x509
+	clientCA   dynamiccertificates.CAContentProvider          // nil without x509
 }
 
 // newDynamicTLS loads the serving pair (or, with getCert, takes each
 // handshake's certificate from it) and the client CA (nil: none) once;
 // run keeps them current.
-func newDynamicTLS(certFile, keyFile string, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), clientCA *dynamiccertificates.DynamicFileCAContent) (*dynamicTLS, error) {
+func newDynamicTLS(certFile, keyFile string, getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error), clientCA dynamiccertificates.CAContentProvider) (*dynamicTLS, error) {
 	base := &tls.Config{
 		MinVersion:     tls.VersionTLS12,
 		NextProtos:     []string{"h2", "http/1.1"},
@@ -154,8 +154,8 @@ func newDynamicTLS(certFile, keyFile string, getCert func(*tls.ClientHelloInfo) 
 	if serving != nil {
 		serving.AddListener(c)
 	}
-	if clientCA != nil {
-		clientCA.AddListener(c)
+	if n, ok := clientCA.(dynamiccertificates.Notifier); ok {
+		n.AddListener(c) // a file, reloaded
 	}
 	if err := c.RunOnce(); err != nil {
 		return nil, fmt.Errorf("serving TLS configuration: %w", err)
@@ -177,8 +177,8 @@ func (d *dynamicTLS) run(ctx context.Context) {
 	if d.serving != nil {
 		go d.serving.Run(ctx, 1)
 	}
-	if d.clientCA != nil {
-		go d.clientCA.Run(ctx, 1)
+	if r, ok := d.clientCA.(interface{ Run(context.Context, int) }); ok {
+		go r.Run(ctx, 1)
 	}
 	d.controller.Run(1, ctx.Done())
 }

@@ -8,9 +8,11 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,9 +30,23 @@ type Config struct {
 	MaxPods int
 	// RootDir is where ephemeral storage is measured; empty means "/".
 	RootDir string
-	// Reserved is subtracted from capacity to give allocatable (the
-	// kubelet's system-reserved plus kube-reserved); nil reserves nothing.
-	Reserved v1.ResourceList
+	// Allocatable gives the node's allocatable from its capacity
+	// (host/internal/allocatable: capacity less what is reserved); an
+	// error fails New. Nil makes allocatable the capacity.
+	Allocatable func(capacity v1.ResourceList) (v1.ResourceList, error)
+	// Labels are added to the node's own (hostname, os, arch), over them
+	// when a key is the same, as the kubelet's --node-labels.
+	Labels map[string]string
+	// Taints are the node's spec.taints at registration.
+	Taints []v1.Taint
+	// ProviderID is the node's spec.providerID.
+	ProviderID string
+	// NodeIPs are the node's InternalIP addresses, one per family (a
+	// dual-stack node's first is its primary); an unspecified address
+	// (0.0.0.0, ::) stands for the host's first of that family. An
+	// address no interface of the host has is an error, as the kubelet's.
+	// Empty: the host's first global address, IPv4 before IPv6.
+	NodeIPs []string
 	// AgentVersion is reported as nodeInfo.kubeletVersion.
 	AgentVersion string
 	// RuntimeVersion is reported as nodeInfo.containerRuntimeVersion
@@ -76,16 +92,15 @@ func New(cfg Config) (*v1.Node, error) {
 	if st, ok := storage(cfg.RootDir); ok {
 		capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(st, resource.BinarySI)
 	}
-	allocatable := v1.ResourceList{}
-	for n, q := range capacity {
-		a := q.DeepCopy()
-		if r, ok := cfg.Reserved[n]; ok {
-			a.Sub(r)
-			if a.Sign() < 0 {
-				a = *resource.NewQuantity(0, q.Format)
-			}
+	allocatable := capacity.DeepCopy()
+	if cfg.Allocatable != nil {
+		if allocatable, err = cfg.Allocatable(capacity); err != nil {
+			return nil, fmt.Errorf("node: %w", err)
 		}
-		allocatable[n] = a
+	}
+	addrs, err := addresses(host, cfg.NodeIPs)
+	if err != nil {
+		return nil, err
 	}
 	n := &v1.Node{
 		TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"},
@@ -100,7 +115,7 @@ func New(cfg Config) (*v1.Node, error) {
 		Status: v1.NodeStatus{
 			Capacity:    capacity,
 			Allocatable: allocatable,
-			Addresses:   addresses(host),
+			Addresses:   addrs,
 			DaemonEndpoints: v1.NodeDaemonEndpoints{
 				KubeletEndpoint: v1.DaemonEndpoint{Port: cfg.KubeletPort},
 			},
@@ -117,6 +132,9 @@ func New(cfg Config) (*v1.Node, error) {
 			},
 		},
 	}
+	maps.Copy(n.Labels, cfg.Labels)
+	n.Spec.Taints = append([]v1.Taint(nil), cfg.Taints...)
+	n.Spec.ProviderID = cfg.ProviderID
 	return n, nil
 }
 
@@ -183,25 +201,71 @@ func osImage(path string) string {
 	return ""
 }
 
-// addresses are the host name and the first global unicast IPv4 (then IPv6)
-// address of an interface that is up, as InternalIP.
-func addresses(host string) []v1.NodeAddress {
+// addresses are the InternalIPs (nodeIPs as resolved by internalIPs) and
+// the host name.
+func addresses(host string, nodeIPs []string) ([]v1.NodeAddress, error) {
+	ips, err := internalIPs(nodeIPs, hostIPs())
+	if err != nil {
+		return nil, err
+	}
 	var out []v1.NodeAddress
-	if ip := internalIP(); ip != "" {
+	for _, ip := range ips {
 		out = append(out, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
 	}
 	if host != "" {
 		out = append(out, v1.NodeAddress{Type: v1.NodeHostName, Address: host})
 	}
-	return out
+	return out, nil
 }
 
-func internalIP() string {
+// internalIPs resolves the configured node IPs against the host's
+// addresses (in interface order): none configured is the first IPv4, else
+// the first IPv6; an unspecified address is the host's first of its
+// family; any other must be one of the host's.
+func internalIPs(nodeIPs []string, host []net.IP) ([]string, error) {
+	first := func(v4 bool) net.IP {
+		for _, ip := range host {
+			if ip.IsGlobalUnicast() && (ip.To4() != nil) == v4 {
+				return ip
+			}
+		}
+		return nil
+	}
+	if len(nodeIPs) == 0 {
+		for _, v4 := range []bool{true, false} {
+			if ip := first(v4); ip != nil {
+				return []string{ip.String()}, nil
+			}
+		}
+		return nil, nil
+	}
+	var out []string
+	for _, s := range nodeIPs {
+		ip := net.ParseIP(strings.TrimSpace(s))
+		switch {
+		case ip == nil:
+			return nil, fmt.Errorf("node: node IP %q is not an IP address", s)
+		case ip.IsUnspecified():
+			if found := first(ip.To4() != nil); found != nil {
+				out = append(out, found.String())
+			}
+		case slices.ContainsFunc(host, ip.Equal):
+			out = append(out, ip.String())
+		default:
+			return nil, fmt.Errorf("node: node IP %q not found in the host's network interfaces", s)
+		}
+	}
+	return out, nil
+}
+
+// hostIPs are the addresses of the host's interfaces that are up, the
+// loopback's aside.
+func hostIPs() []net.IP {
 	ifs, err := net.Interfaces()
 	if err != nil {
-		return ""
+		return nil
 	}
-	var v6 string
+	var out []net.IP
 	for _, i := range ifs {
 		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 {
 			continue
@@ -211,17 +275,10 @@ func internalIP() string {
 			continue
 		}
 		for _, a := range addrs {
-			ipn, ok := a.(*net.IPNet)
-			if !ok || !ipn.IP.IsGlobalUnicast() {
-				continue
-			}
-			if ipn.IP.To4() != nil {
-				return ipn.IP.String()
-			}
-			if v6 == "" {
-				v6 = ipn.IP.String()
+			if ipn, ok := a.(*net.IPNet); ok {
+				out = append(out, ipn.IP)
 			}
 		}
 	}
-	return v6
+	return out
 }

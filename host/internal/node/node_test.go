@@ -1,9 +1,12 @@
 package node
 
 import (
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,7 +42,17 @@ func fakeRoot(t *testing.T, meminfo string) string {
 func TestNew(t *testing.T) {
 	root := fakeRoot(t, "")
 	n, err := New(Config{Name: "n1", MaxPods: 20, ProcRoot: root, AgentVersion: "wasmlet/v0.1.0", RuntimeVersion: "containerd://1.6.20",
-		Reserved: v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}})
+		Allocatable: func(c v1.ResourceList) (v1.ResourceList, error) {
+			a := c.DeepCopy()
+			m := a[v1.ResourceMemory]
+			m.Sub(resource.MustParse("1Gi"))
+			a[v1.ResourceMemory] = m
+			return a, nil
+		},
+		Labels:     map[string]string{"pool": "gpu", v1.LabelHostname: "h1"},
+		Taints:     []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule}},
+		ProviderID: "p://1",
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +65,11 @@ func TestNew(t *testing.T) {
 		got, want any
 	}{
 		{"name", n.Name, "n1"},
-		{"hostname label", n.Labels[v1.LabelHostname], "n1"},
+		{"hostname label, as --node-labels set it", n.Labels[v1.LabelHostname], "h1"},
+		{"pool label", n.Labels["pool"], "gpu"},
+		{"os label", n.Labels[v1.LabelOSStable], runtime.GOOS},
+		{"taint", n.Spec.Taints[0].ToString(), "dedicated=gpu:NoSchedule"},
+		{"provider ID", n.Spec.ProviderID, "p://1"},
 		{"memory", mem.Value(), int64(8048576 * 1024)},
 		{"allocatable memory", alloc.Value(), int64(8048576*1024 - 1<<30)},
 		{"pods", pods.Value(), int64(20)},
@@ -81,6 +98,46 @@ func TestNew(t *testing.T) {
 	}
 	if !hasHost {
 		t.Errorf("no Hostname address in %v", n.Status.Addresses)
+	}
+}
+
+func TestNew_allocatableError(t *testing.T) {
+	_, err := New(Config{Name: "n", ProcRoot: fakeRoot(t, ""), Allocatable: func(v1.ResourceList) (v1.ResourceList, error) {
+		return nil, errors.New(`resource "cpu" has a reservation of 5 but a capacity of 4`)
+	}})
+	if err == nil || !strings.Contains(err.Error(), `resource "cpu"`) {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestInternalIPs(t *testing.T) {
+	host := []net.IP{net.ParseIP("fe80::1"), net.ParseIP("10.0.0.5"), net.ParseIP("fd00::5"), net.ParseIP("192.168.1.2")}
+	tests := []struct {
+		name    string
+		nodeIPs []string
+		want    []string
+		wantErr string
+	}{
+		{"none: the first IPv4", nil, []string{"10.0.0.5"}, ""},
+		{"one given", []string{"192.168.1.2"}, []string{"192.168.1.2"}, ""},
+		{"dual-stack, IPv6 primary", []string{"fd00::5", "10.0.0.5"}, []string{"fd00::5", "10.0.0.5"}, ""},
+		{"unspecified IPv6: the first global one", []string{"::"}, []string{"fd00::5"}, ""},
+		{"unspecified pair", []string{"0.0.0.0", "::"}, []string{"10.0.0.5", "fd00::5"}, ""},
+		{"not the host's", []string{"10.9.9.9"}, nil, `node IP "10.9.9.9" not found in the host's network interfaces`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := internalIPs(tt.nodeIPs, host)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tt.want) {
+				t.Fatalf("got %v, %v; want %v", got, err, tt.want)
+			}
+		})
 	}
 }
 

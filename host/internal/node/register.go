@@ -45,6 +45,10 @@ type RegistrarConfig struct {
 	// LeaseDuration is the Lease's leaseDurationSeconds (40 s); it is renewed
 	// every quarter of it (10 s), as the kubelet does.
 	LeaseDuration time.Duration
+	// NoCreate leaves the Node's creation to someone else (the kubelet's
+	// registerNode: false): the registrar waits for the Node to exist,
+	// then reports its status and renews its Lease.
+	NoCreate bool
 	// Logger receives the registrar's logs; nil discards.
 	Logger hclog.Logger
 	// Now is the clock; nil means time.Now.
@@ -137,12 +141,22 @@ func (r *Registrar) register(ctx context.Context) error {
 	want := r.cfg.Node.DeepCopy()
 	want.Status = r.status(nil)
 	nodes := r.cfg.Client.CoreV1().Nodes()
-	created, err := nodes.Create(ctx, want, metav1.CreateOptions{})
+	var created *v1.Node
+	var err error
+	if r.cfg.NoCreate {
+		// As an existing Node: its labels are brought up to date below.
+		err = apierrors.NewAlreadyExists(v1.Resource("nodes"), want.Name)
+	} else {
+		created, err = nodes.Create(ctx, want, metav1.CreateOptions{})
+	}
 	switch {
 	case err == nil:
 		r.log.Info("node registered", "node", created.Name, "uid", created.UID)
 	case apierrors.IsAlreadyExists(err):
 		created, err = nodes.Get(ctx, want.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) && r.cfg.NoCreate {
+			return fmt.Errorf("node %s: not found, and registerNode is false: waiting for it to be created", want.Name)
+		}
 		if err != nil {
 			return fmt.Errorf("node %s: get existing: %w", want.Name, err)
 		}

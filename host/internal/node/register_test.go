@@ -167,3 +167,40 @@ func TestRegistrar_RuntimeHandlers(t *testing.T) {
 		t.Errorf("status.runtimeHandlers after the runtime listed runc2 = %+v", hs)
 	}
 }
+
+func TestRegistrar_RegisterTaintsAndNoCreate(t *testing.T) {
+	local := localNode()
+	local.Spec.Taints = []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule}}
+	local.Spec.ProviderID = "p://1"
+	client := fake.NewClientset()
+	r := NewRegistrar(RegistrarConfig{Client: client, Node: local})
+	if err := r.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Spec.Taints) != 1 || got.Spec.Taints[0].ToString() != "dedicated=gpu:NoSchedule" || got.Spec.ProviderID != "p://1" {
+		t.Errorf("spec %+v: want the taint and provider ID", got.Spec)
+	}
+
+	// registerNode false: nothing is created; the Node once made by
+	// someone else is adopted.
+	client = fake.NewClientset()
+	r = NewRegistrar(RegistrarConfig{Client: client, Node: localNode(), NoCreate: true})
+	if err := r.register(context.Background()); err == nil || count(client, "create", "nodes") != 0 {
+		t.Fatalf("error %v, %d creates: want an error and none", err, count(client, "create", "nodes"))
+	}
+	made := localNode()
+	made.UID = "made-by-admin"
+	if _, err := client.CoreV1().Nodes().Create(context.Background(), made, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := r.Node(); !ok || n.UID != "made-by-admin" {
+		t.Errorf("Node() = %v, %v: want the one made by someone else", n, ok)
+	}
+}

@@ -248,6 +248,13 @@ func (m *Manager) Close() error {
 	return errors.Join(m.rs.Close(ctx), m.is.Close(ctx))
 }
 
+// ImageService is the CRI image service, for image garbage collection.
+func (m *Manager) ImageService() cri.ImageManagerService { return m.is }
+
+// RuntimeService is the CRI runtime service, for image garbage
+// collection's list of containers.
+func (m *Manager) RuntimeService() cri.RuntimeService { return m.rs }
+
 // Name is the runtime's name ("containerd"), the scheme of container IDs
 // in pod status ("containerd://<id>").
 func (m *Manager) Name() string { return m.name }

@@ -67,6 +67,17 @@ func (c *WasmletConfiguration) setFixedDefaults() {
 	setPointer(&c.Port, 10250)
 	setPointer(&c.Authentication.Webhook.Enabled, true)
 	setPointer(&c.Authentication.Anonymous.Enabled, false)
+	setPointer(&c.RegisterNode, true)
+	if c.EvictionHard == nil {
+		c.EvictionHard = map[string]string{
+			"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
+			"imagefs.available": "15%", "imagefs.inodesFree": "5%",
+		}
+	}
+	setPointer(&c.ImageGCHighThresholdPercent, 85)
+	setPointer(&c.ImageGCLowThresholdPercent, 80)
+	setDuration(&c.ImageMinimumGCAge, 2*time.Minute)
+	setDuration(&c.ImageGCPeriod, 5*time.Minute)
 }
 
 // setDefault sets *p to v when *p is its type's zero value.

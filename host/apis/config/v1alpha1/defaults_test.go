@@ -29,6 +29,10 @@ func defaults() WasmletConfiguration {
 	c.Authentication.Webhook.Enabled = ptr.To(true)
 	c.Authentication.Anonymous.Enabled = ptr.To(false)
 	c.Authorization.Mode = kubeletconfig.KubeletAuthorizationModeAlwaysAllow
+	c.RegisterNode = ptr.To(true)
+	c.EvictionHard = map[string]string{"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%", "imagefs.available": "15%", "imagefs.inodesFree": "5%"}
+	c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent = ptr.To[int32](85), ptr.To[int32](80)
+	c.ImageMinimumGCAge, c.ImageGCPeriod = dur(2*time.Minute), dur(5*time.Minute)
 	return c
 }
 

@@ -3,10 +3,13 @@ package v1alpha1
 import (
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -82,6 +85,19 @@ func (c *WasmletConfiguration) addFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.KubeAPIBurst, "kube-api-burst", c.KubeAPIBurst, "burst of queries to the API server; with --kubeconfig")
 	fs.DurationVar(&c.NodeStatusUpdateFrequency.Duration, "node-status-update-frequency", c.NodeStatusUpdateFrequency.Duration, "period of the node status computation (posted when changed); with --kubeconfig")
 	fs.DurationVar(&c.NodeStatusReportFrequency.Duration, "node-status-report-frequency", c.NodeStatusReportFrequency.Duration, "period at which an unchanged node status is posted anyway; with --kubeconfig")
+	fs.Var(&mapValue{m: &c.NodeLabels, sep: "="}, "node-labels", "labels the node registers with, `key=value,...` (kubernetes.io/ and k8s.io/ ones only in the kubelet's allowed set)")
+	fs.Var(&taintsValue{t: &c.RegisterWithTaints}, "register-with-taints", "taints the node registers with, `key=value:Effect,...`")
+	fs.Var(optional(&c.RegisterNode, strconv.ParseBool, strconv.FormatBool), "register-node", "create the Node object; false reports the status of a Node made by someone else; with --kubeconfig")
+	fs.StringVar(&c.ProviderID, "provider-id", c.ProviderID, "the node's spec.providerID, the cloud provider's identity of the machine")
+	fs.StringVar(&c.NodeIP, "node-ip", c.NodeIP, "the node's InternalIP, or an IPv4,IPv6 `pair` for a dual-stack node (0.0.0.0 or :: picks the host's first of that family)")
+	fs.Var(&mapValue{m: &c.KubeReserved, sep: "="}, "kube-reserved", "resources kept from pods for the node agent, `cpu=100m,memory=500Mi,ephemeral-storage=1Gi,pid=1000`")
+	fs.Var(&mapValue{m: &c.SystemReserved, sep: "="}, "system-reserved", "resources kept from pods for the system, `cpu=100m,memory=500Mi,...`")
+	fs.Var(&mapValue{m: &c.EvictionHard, sep: "<"}, "eviction-hard", "hard eviction thresholds, `signal<quantity|percent,...`; memory.available and nodefs.available are kept from allocatable")
+	fs.Var(optional(&c.ImageGCHighThresholdPercent, parseInt32, formatInt32), "image-gc-high-threshold", "image filesystem usage `percent` at which image garbage collection runs (100 with no --image-maximum-gc-age: never)")
+	fs.Var(optional(&c.ImageGCLowThresholdPercent, parseInt32, formatInt32), "image-gc-low-threshold", "image filesystem usage `percent` image garbage collection frees down to")
+	fs.DurationVar(&c.ImageMinimumGCAge.Duration, "minimum-image-gc-age", c.ImageMinimumGCAge.Duration, "least age of an unused image before it may be garbage collected")
+	fs.DurationVar(&c.ImageMaximumGCAge.Duration, "image-maximum-gc-age", c.ImageMaximumGCAge.Duration, "an image unused for this long is removed whatever the disk usage; 0 never")
+	fs.DurationVar(&c.ImageGCPeriod.Duration, "image-gc-period", c.ImageGCPeriod.Duration, "period of image garbage collection")
 	fs.StringVar(&c.SecureAddress, "secure-address", c.SecureAddress, "listen address of the kubelet API (default: all addresses)")
 	fs.Var(optional(&c.Port, strconv.Atoi, strconv.Itoa), "port", "`port` of the kubelet API (TLS: /containerLogs, /healthz), served with --kubeconfig or --client-ca-file; 0 disables it")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "the kubelet API's serving certificate (default: self-signed under <root-dir>/pki)")
@@ -146,3 +162,81 @@ func parseDuration(s string) (metav1.Duration, error) {
 // formatDuration formats d as time.Duration does ("1m0s"): the String of
 // *metav1.Duration is its protobuf text.
 func formatDuration(d metav1.Duration) string { return d.Duration.String() }
+
+func parseInt32(s string) (int32, error) {
+	v, err := strconv.ParseInt(s, 10, 32)
+	return int32(v), err
+}
+
+func formatInt32(v int32) string { return strconv.FormatInt(int64(v), 10) }
+
+// mapValue is the flag.Value of a map field given as key<sep>value pairs
+// separated by commas (the kubelet's --node-labels, --kube-reserved with
+// "=", --eviction-hard with "<"). A flag given replaces the map.
+type mapValue struct {
+	m   *map[string]string
+	sep string
+}
+
+// String implements flag.Value: the pairs sorted by key.
+func (v *mapValue) String() string {
+	if v.m == nil || len(*v.m) == 0 {
+		return ""
+	}
+	var pairs []string
+	for _, k := range slices.Sorted(maps.Keys(*v.m)) {
+		pairs = append(pairs, k+v.sep+(*v.m)[k])
+	}
+	return strings.Join(pairs, ",")
+}
+
+// Set implements flag.Value.
+func (v *mapValue) Set(s string) error {
+	m := map[string]string{}
+	for _, pair := range strings.Split(s, ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		k, val, ok := strings.Cut(pair, v.sep)
+		if !ok {
+			return fmt.Errorf("%q is not key%svalue", pair, v.sep)
+		}
+		m[strings.TrimSpace(k)] = strings.TrimSpace(val)
+	}
+	*v.m = m
+	return nil
+}
+
+// taintsValue is the flag.Value of RegisterWithTaints:
+// key=value:Effect or key:Effect, separated by commas.
+type taintsValue struct{ t *[]v1.Taint }
+
+// String implements flag.Value.
+func (v *taintsValue) String() string {
+	if v.t == nil {
+		return ""
+	}
+	var out []string
+	for _, t := range *v.t {
+		out = append(out, t.ToString())
+	}
+	return strings.Join(out, ",")
+}
+
+// Set implements flag.Value; Validate checks the keys, values and effects.
+func (v *taintsValue) Set(s string) error {
+	var taints []v1.Taint
+	for _, spec := range strings.Split(s, ",") {
+		if spec = strings.TrimSpace(spec); spec == "" {
+			continue
+		}
+		kv, effect, ok := strings.Cut(spec, ":")
+		if !ok {
+			return fmt.Errorf("taint %q: want key=value:Effect or key:Effect", spec)
+		}
+		k, val, _ := strings.Cut(kv, "=")
+		taints = append(taints, v1.Taint{Key: k, Value: val, Effect: v1.TaintEffect(effect)})
+	}
+	*v.t = taints
+	return nil
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -42,6 +43,22 @@ func TestWasmletConfiguration_AddFlags(t *testing.T) {
 			func(c *WasmletConfiguration) {
 				c.RootDir, c.ReadOnlyPort, c.ClusterDNS = "/flag", ptr.To(2), []string{"10.0.0.2", "10.0.0.3"}
 			}, ""},
+		{"node registration and reservations", WasmletConfiguration{NodeLabels: map[string]string{"from": "file"}},
+			[]string{"--node-labels=pool=gpu, node.kubernetes.io/tier=a", "--register-with-taints=dedicated=gpu:NoSchedule,spot:PreferNoSchedule",
+				"--register-node=false", "--provider-id=p://1", "--node-ip=10.0.0.5,fd00::5",
+				"--kube-reserved=cpu=100m,memory=200Mi", "--system-reserved=pid=1000", "--eviction-hard=memory.available<5%,nodefs.available<1Gi",
+				"--image-gc-high-threshold=60", "--image-gc-low-threshold=0", "--minimum-image-gc-age=1s", "--image-maximum-gc-age=1h", "--image-gc-period=2s"},
+			func(c *WasmletConfiguration) {
+				c.NodeLabels = map[string]string{"pool": "gpu", "node.kubernetes.io/tier": "a"}
+				c.RegisterWithTaints = []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule}, {Key: "spot", Effect: v1.TaintEffectPreferNoSchedule}}
+				c.RegisterNode, c.ProviderID, c.NodeIP = ptr.To(false), "p://1", "10.0.0.5,fd00::5"
+				c.KubeReserved, c.SystemReserved = map[string]string{"cpu": "100m", "memory": "200Mi"}, map[string]string{"pid": "1000"}
+				c.EvictionHard = map[string]string{"memory.available": "5%", "nodefs.available": "1Gi"}
+				c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent = ptr.To[int32](60), ptr.To[int32](0)
+				c.ImageMinimumGCAge, c.ImageMaximumGCAge, c.ImageGCPeriod = dur(time.Second), dur(time.Hour), dur(2*time.Second)
+			}, ""},
+		{"a label without a value", WasmletConfiguration{}, []string{"--node-labels=pool"}, nil, `"pool" is not key=value`},
+		{"a taint without an effect", WasmletConfiguration{}, []string{"--register-with-taints=a=b"}, nil, `taint "a=b": want key=value:Effect`},
 		{"a bad number", WasmletConfiguration{}, []string{"--read-only-port=x"}, nil, `invalid value "x" for flag -read-only-port`},
 		{"a bad duration", WasmletConfiguration{}, []string{"--plugin-idle-timeout=soon"}, nil, `invalid value "soon" for flag -plugin-idle-timeout`},
 	}
@@ -84,6 +101,7 @@ func TestWasmletConfiguration_AddFlags_usage(t *testing.T) {
 		"-container-log-max-size size\n",
 		"-rotate-certificates\n    \trenew the client certificate through a CSR before it expires (default true with --bootstrap-kubeconfig)\n",
 		"-anonymous-auth\n    \tlet unauthenticated kubelet API requests through as system:anonymous\n",
+		"-eviction-hard signal<quantity|percent,...\n    \thard eviction thresholds, signal<quantity|percent,...; memory.available and nodefs.available are kept from allocatable (default imagefs.available<15%,imagefs.inodesFree<5%,memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%)\n",
 		"-node-name string\n    \tthis node's name; static pods are named <pod>-<node-name> (default: the host name)\n",
 	} {
 		if !strings.Contains(usage, want) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/ptr"
 )
@@ -22,6 +23,9 @@ func everyShared() WasmletConfiguration {
 	c.Authentication.X509.ClientCAFile = "/ca.pem"
 	c.Authentication.Webhook.CacheTTL = dur(time.Minute)
 	c.Authorization.Webhook.CacheAuthorizedTTL = dur(time.Minute)
+	c.ProviderID, c.RegisterWithTaints = "aws:///eu-west-1a/i-0abc", []v1.Taint{{Key: "pool", Value: "gpu", Effect: v1.TaintEffectNoSchedule}}
+	c.KubeReserved, c.SystemReserved = map[string]string{"cpu": "100m"}, map[string]string{"memory": "500Mi"}
+	c.ImageMaximumGCAge = dur(time.Hour)
 	return c
 }
 
@@ -73,7 +77,7 @@ func TestWasmletConfiguration_KubeletConfiguration_everyShared(t *testing.T) {
 			t.Errorf("%s: not in /configz; convert it in KubeletConfiguration (and set it in everyShared)", name)
 		}
 	}
-	for _, name := range []string{"nodeName", "rootDir", "pluginDir", "housekeepingInterval", "containerGCPeriod", "plegRelistPeriod"} {
+	for _, name := range []string{"nodeName", "rootDir", "pluginDir", "housekeepingInterval", "containerGCPeriod", "plegRelistPeriod", "imageGCPeriod", "nodeLabels", "nodeIP"} {
 		if raw[name] != nil {
 			t.Errorf("%s: in /configz, which has no such field", name)
 		}
@@ -124,6 +128,11 @@ func TestWasmletConfiguration_KubeletConfiguration(t *testing.T) {
 				RuntimeRequestTimeout: dur(2 * time.Minute), MaxPods: 110, ResolverConfig: ptr.To("/etc/resolv.conf"),
 				KubeAPIQPS: ptr.To[int32](50), KubeAPIBurst: 100, ContainerLogMaxSize: "10Mi", ContainerLogMaxFiles: ptr.To[int32](5),
 				ContainerRuntimeEndpoint: "unix:///run/containerd/containerd.sock", ImageServiceEndpoint: "unix:///run/img.sock",
+				RegisterWithTaints: []v1.Taint{{Key: "pool", Value: "gpu", Effect: v1.TaintEffectNoSchedule}}, RegisterNode: ptr.To(true),
+				ProviderID: "aws:///eu-west-1a/i-0abc", KubeReserved: map[string]string{"cpu": "100m"}, SystemReserved: map[string]string{"memory": "500Mi"},
+				EvictionHard:                map[string]string{"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%", "imagefs.available": "15%", "imagefs.inodesFree": "5%"},
+				ImageGCHighThresholdPercent: ptr.To[int32](85), ImageGCLowThresholdPercent: ptr.To[int32](80),
+				ImageMinimumGCAge: dur(2 * time.Minute), ImageMaximumGCAge: dur(time.Hour),
 			}
 			want.Kind, want.APIVersion, want.Logging.Format = "KubeletConfiguration", "kubelet.config.k8s.io/v1beta1", "text"
 			tt.want(&want)

@@ -16,6 +16,7 @@
 package v1alpha1
 
 import (
+	v1 "k8s.io/api/core/v1"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -214,6 +215,61 @@ type WasmletConfiguration struct {
 	// posted anyway (--node-status-report-frequency, 5m); the Lease is the
 	// heartbeat.
 	NodeStatusReportFrequency metav1.Duration `json:"nodeStatusReportFrequency,omitempty"`
+
+	// NodeLabels are labels the node registers with (--node-labels,
+	// key=value,...). As the kubelet, labels in the kubernetes.io and
+	// k8s.io namespaces are refused unless the NodeRestriction admission
+	// plugin lets a node set them: kubelet.kubernetes.io/ and
+	// node.kubernetes.io/ (and their subdomains) and the well-known set
+	// (hostname, os, arch, instance type, zone, region).
+	NodeLabels map[string]string `json:"nodeLabels,omitempty"`
+	// RegisterWithTaints are the taints the node registers with
+	// (--register-with-taints, key=value:Effect,...); set when the Node is
+	// created, as the kubelet does.
+	RegisterWithTaints []v1.Taint `json:"registerWithTaints,omitempty"`
+	// RegisterNode creates the Node object (--register-node, true); false
+	// reports the status of a Node someone else created.
+	RegisterNode *bool `json:"registerNode,omitempty"`
+	// ProviderID is the node's spec.providerID, the cloud provider's
+	// identity of the machine (--provider-id).
+	ProviderID string `json:"providerID,omitempty"`
+	// NodeIP is the node's InternalIP, or a comma-separated IPv4 and IPv6
+	// pair for a dual-stack node (--node-ip); an unspecified address
+	// (0.0.0.0, ::) picks the first address of the host of that family.
+	// Empty: the host's first global address.
+	NodeIP string `json:"nodeIP,omitempty"`
+
+	// KubeReserved and SystemReserved are resources kept from pods for the
+	// node agent and for the system (--kube-reserved, --system-reserved:
+	// cpu=100m,memory=500Mi,ephemeral-storage=1Gi,pid=1000); subtracted
+	// from capacity in status.allocatable, which admission fits pods in.
+	KubeReserved   map[string]string `json:"kubeReserved,omitempty"`
+	SystemReserved map[string]string `json:"systemReserved,omitempty"`
+	// EvictionHard are the hard eviction thresholds, signal to quantity or
+	// percentage of capacity (--eviction-hard,
+	// memory.available<100Mi,nodefs.available<10%,...; the kubelet's
+	// default when unset); memory.available and nodefs.available are
+	// subtracted from allocatable memory and ephemeral storage, as the
+	// kubelet's node allocatable does.
+	EvictionHard map[string]string `json:"evictionHard,omitempty"`
+
+	// ImageGCHighThresholdPercent is the image filesystem's usage, in
+	// percent, at or above which image garbage collection runs
+	// (--image-gc-high-threshold, 85); 100 with no imageMaximumGCAge
+	// turns it off.
+	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
+	// ImageGCLowThresholdPercent is the usage, in percent, image garbage
+	// collection frees down to (--image-gc-low-threshold, 80).
+	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent,omitempty"`
+	// ImageMinimumGCAge is how long an unused image is kept after it was
+	// first seen (--minimum-image-gc-age, 2m).
+	ImageMinimumGCAge metav1.Duration `json:"imageMinimumGCAge,omitempty"`
+	// ImageMaximumGCAge removes an image unused for this long whatever the
+	// disk usage (--image-maximum-gc-age); 0 never does.
+	ImageMaximumGCAge metav1.Duration `json:"imageMaximumGCAge,omitempty"`
+	// ImageGCPeriod is the period of image garbage collection
+	// (--image-gc-period, 5m, the kubelet's fixed period).
+	ImageGCPeriod metav1.Duration `json:"imageGCPeriod,omitempty"`
 
 	// SecureAddress is the kubelet API's listen address
 	// (--secure-address); empty means all addresses.

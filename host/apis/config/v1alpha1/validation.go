@@ -1,14 +1,21 @@
 package v1alpha1
 
 import (
+	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletconfig "k8s.io/kubelet/config/v1beta1"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 )
 
 // Validate checks a defaulted configuration (see SetDefaults); each error
@@ -112,6 +119,101 @@ func (c *WasmletConfiguration) Validate() field.ErrorList {
 		if c.ServerTLSBootstrap {
 			errs = append(errs, field.Invalid(field.NewPath("serverTLSBootstrap"), true, needs))
 		}
+	}
+	errs = append(errs, c.validateRegistration()...)
+	errs = append(errs, c.validateImageGC()...)
+	return errs
+}
+
+// validateRegistration checks the node's labels as the kubelet checks
+// --node-labels (a label the NodeRestriction admission plugin would refuse
+// the node is refused here, naming it), its taints, and --node-ip.
+func (c *WasmletConfiguration) validateRegistration() field.ErrorList {
+	var errs field.ErrorList
+	labels := field.NewPath("nodeLabels")
+	for _, k := range slices.Sorted(maps.Keys(c.NodeLabels)) {
+		for _, msg := range validation.IsQualifiedName(k) {
+			errs = append(errs, field.Invalid(labels.Key(k), k, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(c.NodeLabels[k]) {
+			errs = append(errs, field.Invalid(labels.Key(k), c.NodeLabels[k], msg))
+		}
+		if isKubernetesLabel(k) && !kubeletapis.IsKubeletLabel(k) {
+			errs = append(errs, field.Forbidden(labels.Key(k), fmt.Sprintf(
+				"label %q is in the 'kubernetes.io' or 'k8s.io' namespace, which a node may only set with an allowed prefix (%s) or from the allowed set (%s); the NodeRestriction admission plugin would refuse it",
+				k, strings.Join(kubeletapis.KubeletLabelNamespaces(), ", "), strings.Join(kubeletapis.KubeletLabels(), ", "))))
+		}
+	}
+	taints := field.NewPath("registerWithTaints")
+	for i, t := range c.RegisterWithTaints {
+		for _, msg := range validation.IsQualifiedName(t.Key) {
+			errs = append(errs, field.Invalid(taints.Index(i).Child("key"), t.Key, msg))
+		}
+		for _, msg := range validation.IsValidLabelValue(t.Value) {
+			errs = append(errs, field.Invalid(taints.Index(i).Child("value"), t.Value, msg))
+		}
+		switch t.Effect {
+		case v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+		default:
+			errs = append(errs, field.NotSupported(taints.Index(i).Child("effect"), t.Effect,
+				[]v1.TaintEffect{v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute}))
+		}
+	}
+	if c.NodeIP != "" {
+		ips := strings.Split(c.NodeIP, ",")
+		var v4, v6 int
+		for _, s := range ips {
+			ip := net.ParseIP(strings.TrimSpace(s))
+			switch {
+			case ip == nil:
+				errs = append(errs, field.Invalid(field.NewPath("nodeIP"), c.NodeIP, fmt.Sprintf("%q is not an IP address", s)))
+			case ip.To4() != nil:
+				v4++
+			default:
+				v6++
+			}
+		}
+		if len(ips) > 2 || v4 > 1 || v6 > 1 {
+			errs = append(errs, field.Invalid(field.NewPath("nodeIP"), c.NodeIP, "must be one IP, or one IPv4 and one IPv6 for a dual-stack node"))
+		}
+	}
+	return errs
+}
+
+// isKubernetesLabel reports whether key is in the kubernetes.io or k8s.io
+// namespace or a subdomain of one.
+func isKubernetesLabel(key string) bool {
+	ns, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	return ns == "kubernetes.io" || strings.HasSuffix(ns, ".kubernetes.io") || ns == "k8s.io" || strings.HasSuffix(ns, ".k8s.io")
+}
+
+// validateImageGC checks the image garbage collection's thresholds and
+// ages as the kubelet does.
+func (c *WasmletConfiguration) validateImageGC() field.ErrorList {
+	var errs field.ErrorList
+	high, low := *c.ImageGCHighThresholdPercent, *c.ImageGCLowThresholdPercent
+	for _, p := range []struct {
+		path string
+		v    int32
+	}{{"imageGCHighThresholdPercent", high}, {"imageGCLowThresholdPercent", low}} {
+		if p.v < 0 || p.v > 100 {
+			errs = append(errs, field.Invalid(field.NewPath(p.path), p.v, "must be between 0 and 100"))
+		}
+	}
+	if low > high {
+		errs = append(errs, field.Invalid(field.NewPath("imageGCLowThresholdPercent"), low, fmt.Sprintf("must not be above imageGCHighThresholdPercent (%d)", high)))
+	}
+	if c.ImageMinimumGCAge.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("imageMinimumGCAge"), c.ImageMinimumGCAge.Duration.String(), "must not be negative"))
+	}
+	if m := c.ImageMaximumGCAge.Duration; m < 0 || (m > 0 && m <= c.ImageMinimumGCAge.Duration) {
+		errs = append(errs, field.Invalid(field.NewPath("imageMaximumGCAge"), m.String(), "must be 0 (never) or above imageMinimumGCAge"))
+	}
+	if c.ImageGCPeriod.Duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("imageGCPeriod"), c.ImageGCPeriod.Duration.String(), "must be positive"))
 	}
 	return errs
 }

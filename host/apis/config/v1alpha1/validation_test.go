@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -22,6 +23,26 @@ func TestWasmletConfiguration_Validate(t *testing.T) {
 			c.TLSCertFile, c.TLSPrivateKeyFile = "/c", "/k"
 			c.ClusterDNS = []string{"10.96.0.10", "fd00::a"}
 		}, nil},
+		{"allowed node labels and taints", func(c *WasmletConfiguration) {
+			c.NodeLabels = map[string]string{"pool": "gpu", "node.kubernetes.io/tier": "a", "x.kubelet.kubernetes.io/y": "b", "topology.kubernetes.io/zone": "z", "example.com/k": ""}
+			c.RegisterWithTaints = []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoExecute}}
+			c.NodeIP = "10.0.0.5,fd00::5"
+		}, nil},
+		{"labels NodeRestriction refuses", func(c *WasmletConfiguration) {
+			c.NodeLabels = map[string]string{"node-role.kubernetes.io/worker": "", "k8s.io/x": "y", "bad key": "v", "ok": "bad value!"}
+		}, []string{"FieldValueInvalid nodeLabels[bad key]", "FieldValueForbidden nodeLabels[k8s.io/x]", "FieldValueForbidden nodeLabels[node-role.kubernetes.io/worker]", "FieldValueInvalid nodeLabels[ok]"}},
+		{"taints", func(c *WasmletConfiguration) {
+			c.RegisterWithTaints = []v1.Taint{{Key: "a b", Effect: v1.TaintEffectNoSchedule}, {Key: "k", Effect: "Never"}}
+		}, []string{"FieldValueInvalid registerWithTaints[0].key", "FieldValueNotSupported registerWithTaints[1].effect"}},
+		{"node IPs", func(c *WasmletConfiguration) { c.NodeIP = "10.0.0.1,10.0.0.2" }, []string{"FieldValueInvalid nodeIP"}},
+		{"node IP not an address", func(c *WasmletConfiguration) { c.NodeIP = "host" }, []string{"FieldValueInvalid nodeIP"}},
+		{"image GC thresholds", func(c *WasmletConfiguration) {
+			c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent = ptr.To[int32](101), ptr.To[int32](90)
+		}, []string{"FieldValueInvalid imageGCHighThresholdPercent"}},
+		{"image GC low above high", func(c *WasmletConfiguration) {
+			c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent = ptr.To[int32](50), ptr.To[int32](60)
+		}, []string{"FieldValueInvalid imageGCLowThresholdPercent"}},
+		{"image GC ages", func(c *WasmletConfiguration) { c.ImageMaximumGCAge = dur(time.Minute) }, []string{"FieldValueInvalid imageMaximumGCAge"}},
 		{"no node name", func(c *WasmletConfiguration) { c.NodeName = "" }, []string{"FieldValueRequired nodeName"}},
 		{"no root", func(c *WasmletConfiguration) { c.RootDir = "" }, []string{"FieldValueRequired rootDir"}},
 		{"periods", func(c *WasmletConfiguration) {
