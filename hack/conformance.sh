@@ -190,6 +190,15 @@ conformance_images() {
 	with_libs "$r/agnhost" "$(command -v curl)"
 	"$out/bin/mkimage" -o "$out/images/conf-agnhost.tar" -ref registry.k8s.io/e2e-test-images/agnhost:2.63.0 \
 		-entrypoint /agnhost -cmd pause "$r/agnhost"
+	# agnhost:2.55 (AgnhostPrev): the same programs as an image of its own
+	# (a file naming its tag), so the two names are two image IDs and a
+	# container's status names the image it was started from, as with the
+	# upstream images; one image under both names made the runtime report
+	# the other name.
+	cp -a "$r/agnhost" "$r/agnhost-prev"
+	printf '2.55\n' >"$r/agnhost-prev/agnhost-version"
+	"$out/bin/mkimage" -o "$out/images/conf-agnhost-prev.tar" -ref registry.k8s.io/e2e-test-images/agnhost:2.55 \
+		-entrypoint /agnhost -cmd pause "$r/agnhost-prev"
 	# glibc-dns-testing: busybox with Debian's glibc hostname (and the
 	# libraries it links), whose -f resolves the FQDN through /etc/hosts as
 	# the upstream image's does.
@@ -293,11 +302,9 @@ run_node() {
 	admin=$d/cp/admin.kubeconfig
 	kc=$(hack/apiserver/cluster.sh node "$d/cp" "$nodename")
 	ep=$(hack/containerd/up.sh "$d/ctrd" registry.k8s.io/pause:3.10.2)
-	for i in busybox nonroot nonewprivs agnhost glibc-dns nginx perl ipc-utils pause; do
+	for i in busybox nonroot nonewprivs agnhost agnhost-prev glibc-dns nginx perl ipc-utils pause; do
 		ctr --address "$d/ctrd/c.sock" -n k8s.io images import "$out/images/conf-$i.tar" >/dev/null
 	done
-	ctr --address "$d/ctrd/c.sock" -n k8s.io images tag registry.k8s.io/e2e-test-images/agnhost:2.63.0 \
-		registry.k8s.io/e2e-test-images/agnhost:2.55 >/dev/null
 	"$out/bin/cri" -e "$ep" -timeout 30s wait
 	step "$node: cluster and containerd up"
 	case $node in
