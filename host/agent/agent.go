@@ -535,18 +535,23 @@ func (a *Agent) logSymlinkDir() string {
 }
 
 // readOnlyHandlers are the read-only server's handlers beside /pods,
-// /healthz and /metrics: /plugins, and /stats/summary as the kubelet serves
-// it there too (503 until the stats provider is built).
+// /healthz and /metrics: /plugins, and /stats/summary and /metrics/cadvisor
+// as the kubelet serves them there too (503 until the stats provider is
+// built).
 func (a *Agent) readOnlyHandlers() map[string]http.Handler {
 	h := map[string]http.Handler{}
 	maps.Copy(h, a.plugins.handlers())
-	h["/stats/summary"] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.built.Load() {
-			http.Error(w, "the node's parts are starting", http.StatusServiceUnavailable)
-			return
-		}
-		a.stats.SummaryHandler().ServeHTTP(w, r)
-	})
+	whenBuilt := func(h func() http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !a.built.Load() {
+				http.Error(w, "the node's parts are starting", http.StatusServiceUnavailable)
+				return
+			}
+			h().ServeHTTP(w, r)
+		})
+	}
+	h["/stats/summary"] = whenBuilt(func() http.Handler { return a.stats.SummaryHandler() })
+	h["/metrics/cadvisor"] = whenBuilt(func() http.Handler { return a.stats.CadvisorMetricsHandler() })
 	return h
 }
 

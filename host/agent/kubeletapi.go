@@ -91,6 +91,7 @@ func (a *Agent) newKubeletAPI(node *v1.Node, spawn func(string, func(context.Con
 	kubeletapi.RegisterNodeEndpoints(s, kubeletapi.NodeEndpoints{
 		Pods: a.statuses.Pods, RunningPods: a.runningPods, Config: a.configz,
 		Gatherer: a.gatherer, Summary: st.SummaryHandler(), ResourceMetrics: st.ResourceMetricsHandler(),
+		CadvisorMetrics: st.CadvisorMetricsHandler(),
 	})
 	return s, nil
 }

@@ -33,6 +33,8 @@ type NodeEndpoints struct {
 	Summary http.Handler
 	// ResourceMetrics serves GET /metrics/resource.
 	ResourceMetrics http.Handler
+	// CadvisorMetrics serves GET /metrics/cadvisor.
+	CadvisorMetrics http.Handler
 }
 
 // configz is /configz's body, as the kubelet's component-base configz
@@ -89,6 +91,9 @@ func RegisterNodeEndpoints(s *Server, e NodeEndpoints) {
 	}
 	if e.ResourceMetrics != nil {
 		s.Handle("GET /metrics/resource", e.ResourceMetrics)
+	}
+	if e.CadvisorMetrics != nil {
+		s.Handle("GET /metrics/cadvisor", e.CadvisorMetrics)
 	}
 }
 

@@ -242,3 +242,27 @@ func TestHandlers(t *testing.T) {
 		t.Errorf("summary with the runtime down: %d %s", code, body)
 	}
 }
+
+// TestCadvisorMetricsHandler: the containers' metrics under cAdvisor's
+// names and labels, the pod's network on container "POD"; valid text
+// exposition (no samples) with the runtime down.
+func TestCadvisorMetricsHandler(t *testing.T) {
+	p := New(Config{NodeName: "n1", Runtime: &fakeRuntime{stats: twoPods(), pids: map[string]int{"s1": 42}}, ProcDir: procDir(t, "1")})
+	code, body := get(t, p.CadvisorMetricsHandler(), "/metrics/cadvisor")
+	for _, want := range []string{
+		`container_cpu_usage_seconds_total{container="one",namespace="ns",pod="a"} 1e-06`,
+		`container_memory_working_set_bytes{container="two",namespace="ns",pod="a"} 20`,
+		`container_memory_usage_bytes{container="only",namespace="ns",pod="b"} 6`,
+		`container_start_time_seconds{container="only",namespace="ns",pod="b"} 6`,
+		`container_network_receive_bytes_total{container="POD",namespace="ns",pod="a"} 5000`,
+		`container_last_seen{container="one",namespace="ns",pod="a"}`,
+	} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("/metrics/cadvisor (%d) has no %q:\n%s", code, want, body)
+		}
+	}
+	broken := New(Config{Runtime: &fakeRuntime{err: errors.New("down")}, ProcDir: procDir(t, "1")})
+	if code, body := get(t, broken.CadvisorMetricsHandler(), "/metrics/cadvisor"); code != 200 || strings.Contains(body, "container_") {
+		t.Errorf("with the runtime down: %d %q, want 200 and no samples", code, body)
+	}
+}
