@@ -31,6 +31,9 @@ func ShouldRestart(c *v1.Container, pod *v1.Pod, st *PodStatus) bool {
 	if IsSidecar(c) {
 		return true // a sidecar always restarts
 	}
+	if s.KilledByProbe && pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+		return true
+	}
 	switch pod.Spec.RestartPolicy {
 	case v1.RestartPolicyNever:
 		return false

@@ -72,6 +72,11 @@ type ContainerStatus struct {
 	// (from its annotations), or nil; it lets an agent that lost the pod
 	// spec still stop the container gracefully.
 	GracePeriod *int64
+	// KilledByProbe says the agent stopped this instance because its
+	// liveness or startup probe failed: it restarts unless the restart
+	// policy is Never, whatever its exit code, as the kubelet restarts a
+	// container it killed for a probe.
+	KilledByProbe bool
 }
 
 // PodStatus is a pod's state in the runtime: every sandbox and every

@@ -38,5 +38,29 @@ func (m *Manager) ExecSync(ctx context.Context, containerID string, cmd []string
 // liveness or startup probe asks; the next sync restarts it as the
 // restart policy says.
 func (m *Manager) KillContainer(ctx context.Context, pod *v1.Pod, container, containerID, message string, gracePeriod *int64) error {
+	m.markProbeKilled(containerID)
 	return m.killContainer(ctx, pod, podspec.FindContainer(pod, container), containerID, message, gracePeriod)
+}
+
+// markProbeKilled records that the container instance is being stopped for
+// a failed probe (container.ContainerStatus.KilledByProbe).
+func (m *Manager) markProbeKilled(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	for k, t := range m.probeKilled {
+		if now.Sub(t) > 24*time.Hour {
+			delete(m.probeKilled, k)
+		}
+	}
+	m.probeKilled[id] = now
+}
+
+// killedByProbe reports whether the container instance was stopped for a
+// failed probe.
+func (m *Manager) killedByProbe(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.probeKilled[id]
+	return ok
 }

@@ -185,20 +185,21 @@ func (m *Manager) PodStatus(ctx context.Context, pod *container.Pod, listedAt ti
 
 func (m *Manager) containerStatus(s *runtimeapi.ContainerStatus, sandboxID string) *container.ContainerStatus {
 	cs := &container.ContainerStatus{
-		ID:           s.Id,
-		SandboxID:    sandboxID,
-		Name:         s.GetLabels()[LabelContainerName],
-		State:        toState(s.State),
-		CreatedAt:    nanos(s.CreatedAt),
-		StartedAt:    nanos(s.StartedAt),
-		FinishedAt:   nanos(s.FinishedAt),
-		ExitCode:     s.ExitCode,
-		Reason:       s.Reason,
-		Message:      s.Message,
-		Image:        s.GetImage().GetImage(),
-		ImageRef:     s.ImageRef,
-		Hash:         s.GetAnnotations()[AnnotationContainerHash],
-		RestartCount: restartCountOf(s.GetAnnotations()),
+		ID:            s.Id,
+		SandboxID:     sandboxID,
+		Name:          s.GetLabels()[LabelContainerName],
+		State:         toState(s.State),
+		CreatedAt:     nanos(s.CreatedAt),
+		StartedAt:     nanos(s.StartedAt),
+		FinishedAt:    nanos(s.FinishedAt),
+		ExitCode:      s.ExitCode,
+		Reason:        s.Reason,
+		Message:       s.Message,
+		Image:         s.GetImage().GetImage(),
+		ImageRef:      s.ImageRef,
+		Hash:          s.GetAnnotations()[AnnotationContainerHash],
+		RestartCount:  restartCountOf(s.GetAnnotations()),
+		KilledByProbe: m.killedByProbe(s.Id),
 	}
 	if g, err := strconv.ParseInt(s.GetAnnotations()[AnnotationGracePeriod], 10, 64); err == nil {
 		cs.GracePeriod = &g

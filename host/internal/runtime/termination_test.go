@@ -124,3 +124,29 @@ func (s *stopRecorder) StopContainer(ctx context.Context, id string, timeout int
 	close(s.stopped)
 	return s.RuntimeService.StopContainer(ctx, id, timeout)
 }
+
+// TestKillContainer_marksProbeKill: a container stopped through
+// KillContainer (the prober's kill) reads back as KilledByProbe, so the
+// next sync restarts it even under OnFailure with exit code 0; its
+// successor does not carry the mark.
+func TestKillContainer_marksProbeKill(t *testing.T) {
+	m, _ := newTestManager(t)
+	ctx := context.Background()
+	pod := testPod("probekill", v1.RestartPolicyOnFailure, "main")
+	st, _ := syncOnce(t, m, pod, nil)
+	id := st.FindContainer("main").ID
+	if err := m.KillContainer(ctx, pod, "main", id, "liveness", nil); err != nil {
+		t.Fatal(err)
+	}
+	st = m.mustStatus(t, pod)
+	if s := st.FindContainer("main"); s == nil || s.ID != id || !s.KilledByProbe {
+		t.Fatalf("after the probe's kill: %+v, want %s marked KilledByProbe", s, id)
+	}
+	if !container.ShouldRestart(&pod.Spec.Containers[0], pod, st) {
+		t.Fatal("a container killed by its probe under OnFailure is not restarted")
+	}
+	st, _ = syncOnce(t, m, pod, nil)
+	if s := st.FindContainer("main"); s == nil || s.ID == id || s.State != container.StateRunning || s.KilledByProbe {
+		t.Errorf("after the next sync: %+v, want a new running instance without the mark", s)
+	}
+}

@@ -84,7 +84,7 @@ func Generate(in Input) v1.PodStatus {
 		s.EphemeralContainerStatuses = containerStatuses(in, rs, eph, prev.EphemeralContainerStatuses, false)
 	}
 
-	s.Phase = phase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Terminal)
+	s.Phase = phase(pod, s.InitContainerStatuses, s.ContainerStatuses, in.Terminal, probeRestarts(pod, rs))
 	// A pod never leaves a terminal phase.
 	if prev.Phase == v1.PodFailed || prev.Phase == v1.PodSucceeded {
 		s.Phase = prev.Phase
@@ -299,13 +299,31 @@ func terminate(s *v1.PodStatus) {
 // Running while one runs (or will restart), Succeeded/Failed per the
 // restart policy once all have stopped.
 func Phase(pod *v1.Pod, inits, containers []v1.ContainerStatus) v1.PodPhase {
-	return phase(pod, inits, containers, false)
+	return phase(pod, inits, containers, false, nil)
+}
+
+// probeRestarts are the regular containers whose last instance the agent
+// stopped for a failed probe and that will restart: their exit is not a
+// success (the kubelet restarts such a container in the sync that kills
+// it, so its pod never shows it as done).
+func probeRestarts(pod *v1.Pod, rs *container.PodStatus) map[string]bool {
+	var out map[string]bool
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if s := rs.FindContainer(c.Name); s != nil && s.KilledByProbe && s.State == container.StateExited && container.ShouldRestart(c, pod, rs) {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[c.Name] = true
+		}
+	}
+	return out
 }
 
 // phase is Phase; for a terminal pod (see Input.Terminal) whose containers
 // all stopped it is Succeeded when every one succeeded, else Failed,
 // whatever the restart policy.
-func phase(pod *v1.Pod, inits, containers []v1.ContainerStatus, terminal bool) v1.PodPhase {
+func phase(pod *v1.Pod, inits, containers []v1.ContainerStatus, terminal bool, restarting map[string]bool) v1.PodPhase {
 	pendingInit, failedInit := 0, 0
 	appRan := false
 	for _, c := range containers {
@@ -352,7 +370,7 @@ func phase(pod *v1.Pod, inits, containers []v1.ContainerStatus, terminal bool) v
 			running++
 		case s.State.Terminated != nil:
 			stopped++
-			if s.State.Terminated.ExitCode == 0 {
+			if s.State.Terminated.ExitCode == 0 && !restarting[c.Name] {
 				succeeded++
 			}
 		case s.State.Waiting != nil:

@@ -265,3 +265,32 @@ func TestGenerate_KeepsIPsOnceStopped(t *testing.T) {
 		t.Errorf("ready sandbox's IP = %q, want 10.0.0.9", s.PodIP)
 	}
 }
+
+// TestGenerate_ProbeKilled: a container the agent stopped for a failed
+// probe restarts whatever its exit code unless the policy is Never, so an
+// OnFailure pod whose container exited 0 that way is Running, not
+// Succeeded; a Never pod is done.
+func TestGenerate_ProbeKilled(t *testing.T) {
+	killed := exited("a", 0, 0)
+	killed.KilledByProbe = true
+	for _, tc := range []struct {
+		policy v1.RestartPolicy
+		want   v1.PodPhase
+	}{
+		{v1.RestartPolicyOnFailure, v1.PodRunning},
+		{v1.RestartPolicyAlways, v1.PodRunning},
+		{v1.RestartPolicyNever, v1.PodSucceeded},
+	} {
+		p := pod(tc.policy, nil, "a")
+		if s := Generate(Input{Pod: p, Runtime: rs(killed), Now: t0}); s.Phase != tc.want {
+			t.Errorf("%s: phase %s, want %s", tc.policy, s.Phase, tc.want)
+		}
+		if got := container.ShouldRestart(&p.Spec.Containers[0], p, rs(killed)); got != (tc.policy != v1.RestartPolicyNever) {
+			t.Errorf("%s: ShouldRestart = %v", tc.policy, got)
+		}
+	}
+	// The same exit without the probe: OnFailure is done.
+	if s := Generate(Input{Pod: pod(v1.RestartPolicyOnFailure, nil, "a"), Runtime: rs(exited("a", 0, 0)), Now: t0}); s.Phase != v1.PodSucceeded {
+		t.Errorf("OnFailure, exit 0 on its own: phase %s, want Succeeded", s.Phase)
+	}
+}
