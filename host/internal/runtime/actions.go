@@ -179,10 +179,17 @@ func computePodActions(pod *v1.Pod, st *container.PodStatus, started container.S
 		if !container.IsSidecar(c) || pod.DeletionTimestamp != nil {
 			continue
 		}
-		if s := st.FindContainer(c.Name); s != nil && s.State != container.StateRunning {
+		s := st.FindContainer(c.Name)
+		switch {
+		case s != nil && s.State != container.StateRunning:
 			if s.State == container.StateUnknown || s.State == container.StateCreated {
 				a.ContainersToKill[s.ID] = killInfo{name: c.Name, container: c, message: "Container is in " + string(s.State) + " state, try killing it before restart"}
 			}
+			a.SidecarsToRestart = append(a.SidecarsToRestart, c)
+		case s != nil && s.Hash != "" && s.Hash != HashContainer(c):
+			// A running sidecar whose spec changed (a new image) is
+			// restarted with the new one, as the kubelet restarts it.
+			a.ContainersToKill[s.ID] = killInfo{name: c.Name, container: c, message: "Init container " + c.Name + " definition changed"}
 			a.SidecarsToRestart = append(a.SidecarsToRestart, c)
 		}
 	}

@@ -53,6 +53,21 @@ func TestComputePodActions_Sidecars(t *testing.T) {
 	if a := computePodActions(pod, st(running("proxy"), exited("setup", 0), exited("app", 0)), started(true)); !a.KillPod {
 		t.Error("app done under restartPolicy Never: the sidecar is not stopped")
 	}
+	// A running sidecar whose image changed is killed and restarted; one
+	// whose spec is what it runs is left alone.
+	current := running("proxy")
+	current.Hash = HashContainer(&pod.Spec.InitContainers[0])
+	app := running("app")
+	app.Hash = HashContainer(&pod.Spec.Containers[0])
+	if a := computePodActions(pod, st(current, exited("setup", 0), app), started(true)); len(a.SidecarsToRestart) != 0 || len(a.ContainersToKill) != 0 {
+		t.Errorf("unchanged sidecar: restart %v, kill %v; want nothing", a.SidecarsToRestart, a.ContainersToKill)
+	}
+	stale := running("proxy")
+	stale.Hash = "0ld"
+	a = computePodActions(pod, st(stale, exited("setup", 0), app), started(true))
+	if _, killed := a.ContainersToKill["proxy-1"]; !killed || len(a.SidecarsToRestart) != 1 || a.KillPod {
+		t.Errorf("sidecar with a new image: kill %v, restart %v, kill pod %v; want it killed and restarted", a.ContainersToKill, a.SidecarsToRestart, a.KillPod)
+	}
 	if !container.ShouldRestart(&pod.Spec.InitContainers[0], pod, st(exited("proxy", 0))) {
 		t.Error("a sidecar that exited 0 under restartPolicy Never is not restarted")
 	}
