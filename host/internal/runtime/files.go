@@ -219,7 +219,7 @@ func (m *Manager) volumeMounts(pod *v1.Pod, c *v1.Container, env []podenv.EnvVar
 				prop = runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
 			case v1.MountPropagationBidirectional:
 				prop = runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
-				if err := m.shareRootDir(); err != nil {
+				if err := m.shareVolume(host); err != nil {
 					return nil, fmt.Errorf("container %s: volume %q: Bidirectional propagation: %w", c.Name, vm.Name, err)
 				}
 			}

@@ -168,9 +168,6 @@ type Manager struct {
 	// rroHandlers are the runtime handlers that support recursive
 	// read-only mounts, from the runtime's last Status (Health).
 	rroHandlers atomic.Pointer[map[string]bool]
-	// shareOnce makes the root dir a shared mount once (shareRootDir).
-	shareOnce sync.Once
-	shareErr  error
 
 	// lacks holds the stats calls the runtime answered Unimplemented:
 	// they are not asked again (the CRI client logs every failed call

@@ -10,16 +10,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// shareRootDir makes the root dir a shared mount, bind-mounting it on
-// itself first when it is not a mount point, as the kubelet makes its root
-// dir rshared at start: a volume under it can then be given to a container
-// with Bidirectional propagation (containerd refuses a host path that is
-// not on a shared mount). The agent does it once, when a container first
-// asks for Bidirectional propagation, so a node that never does keeps its
-// mounts as they were.
-func (m *Manager) shareRootDir() error {
-	m.shareOnce.Do(func() { m.shareErr = makeRShared(m.cfg.RootDir) })
-	return m.shareErr
+// shareVolume makes the host path of a volume the agent manages (under
+// its root dir) a shared mount — bind-mounted on itself first when it is
+// not a mount point — so a container can mount it with Bidirectional
+// propagation (containerd refuses a host path that is not on a shared
+// mount). The kubelet makes its whole root dir rshared at start; doing it
+// per volume, when a container asks, leaves every other mount as it was
+// and is undone with the pod's volumes (their unmount covers every mount
+// under them). A path outside the root dir (a hostPath) is the
+// operator's to share, as with the kubelet.
+func (m *Manager) shareVolume(host string) error {
+	root := filepath.Clean(m.cfg.RootDir) + string(filepath.Separator)
+	if !strings.HasPrefix(filepath.Clean(host)+string(filepath.Separator), root) {
+		return nil
+	}
+	return makeRShared(host)
 }
 
 // makeRShared makes path a mount point and its mount (recursively) shared.

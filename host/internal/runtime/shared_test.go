@@ -34,3 +34,16 @@ func TestUnescapeMountinfo(t *testing.T) {
 		t.Errorf("unescape = %q", got)
 	}
 }
+
+// TestShareVolume_outsideRootDir: a host path outside the root dir (a
+// hostPath) is left as it is.
+func TestShareVolume_outsideRootDir(t *testing.T) {
+	m := &Manager{cfg: Config{RootDir: t.TempDir()}}
+	other := t.TempDir()
+	if err := m.shareVolume(other); err != nil {
+		t.Fatal(err)
+	}
+	if point, _, err := mountOf(other); err != nil || point == other {
+		t.Errorf("a path outside the root dir became mount point %q (%v)", point, err)
+	}
+}

@@ -43,25 +43,19 @@ func newTermination(pod *v1.Pod, live []*container.ContainerStatus) *termination
 	for _, c := range pod.Spec.Containers {
 		regular = append(regular, gate(c.Name))
 	}
-	var later chan struct{} // the sidecar declared after this one
+	// Every sidecar declared after this one: waiting on all of them, not
+	// only the next, keeps the order when one of them is not running.
+	var later []chan struct{}
 	for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
 		c := &pod.Spec.InitContainers[i]
 		ch := gate(c.Name)
 		if !container.IsSidecar(c) {
 			continue
 		}
-		t.after[c.Name] = append(append([]chan struct{}{}, regular...), ch0(later)...)
-		later = ch
+		t.after[c.Name] = append(append([]chan struct{}{}, regular...), later...)
+		later = append(later, ch)
 	}
 	return t
-}
-
-// ch0 is ch as a list, empty for nil.
-func ch0(ch chan struct{}) []chan struct{} {
-	if ch == nil {
-		return nil
-	}
-	return []chan struct{}{ch}
 }
 
 // waitTurn waits until what the container named name waits for has
