@@ -266,9 +266,16 @@ nodeip=$(ip -4 -o addr show scope global | awk '{print $4}' | cut -d/ -f1 | head
 nodename=conformance-node
 
 # unmount_under DIR: unmounts DIR and everything mounted below it (the
-# kubelet bind-mounts its root dir on itself; pods' volumes are tmpfs).
+# kubelet bind-mounts its root dir on itself; pods' volumes are tmpfs),
+# again while any is left: a mount stacked on another, or hidden under a
+# bind of its parent, shows only once the one above it is gone.
 unmount_under() {
-	awk -v r="$1" '$2 == r || index($2, r "/") == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount 2>/dev/null || true
+	local i
+	for i in 1 2 3 4 5; do
+		awk -v r="$1" '$2 == r || index($2, r "/") == 1 {print $2}' /proc/mounts | sort -r >"$base/mounts" || true
+		[ -s "$base/mounts" ] || return 0
+		xargs -r -n1 umount -l <"$base/mounts" 2>/dev/null || true
+	done
 }
 
 # run_node NODE: a fresh cluster and containerd, NODE joined to it, the
