@@ -371,6 +371,11 @@ func (s *Syncer) generate(p *v1.Pod, rs *container.PodStatus, prev *v1.PodStatus
 // terminal is true (status.Input.Terminal).
 func (s *Syncer) generateWith(p *v1.Pod, rs *container.PodStatus, prev *v1.PodStatus, terminal bool) v1.PodStatus {
 	in := status.Input{Pod: p, Runtime: rs, Previous: prev, RuntimeName: s.cfg.Runtime.Name(), HostIPs: s.cfg.HostIPs, Waiting: s.cfg.Runtime.WaitingReason, Terminal: terminal}
+	if r, ok := s.cfg.Runtime.(interface {
+		RecursiveReadOnly(*v1.Pod, v1.VolumeMount) (bool, error)
+	}); ok {
+		in.RecursiveReadOnly = r.RecursiveReadOnly
+	}
 	if s.cfg.Probes != nil {
 		in.Probes = s.cfg.Probes
 	}

@@ -241,6 +241,13 @@ func (m *Manager) volumeMounts(pod *v1.Pod, c *v1.Container, env []podenv.EnvVar
 // read-only mount without propagation. What a handler supports is what
 // the runtime's last Status said; none known counts as unsupported.
 func (m *Manager) recursiveReadOnly(pod *v1.Pod, vm v1.VolumeMount) (bool, error) {
+	return m.RecursiveReadOnly(pod, vm)
+}
+
+// RecursiveReadOnly resolves a volume mount's recursive read-only mode for
+// pod as its containers are created with it (recursiveReadOnly); the
+// container statuses' volumeMounts report it.
+func (m *Manager) RecursiveReadOnly(pod *v1.Pod, vm v1.VolumeMount) (bool, error) {
 	if vm.RecursiveReadOnly == nil || *vm.RecursiveReadOnly == v1.RecursiveReadOnlyDisabled {
 		return false, nil
 	}

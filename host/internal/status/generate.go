@@ -47,6 +47,10 @@ type Input struct {
 	// (exit code 137), as the kubelet's status manager terminates a pod.
 	// Callers leave it false for static pods, as the kubelet does.
 	Terminal bool
+	// RecursiveReadOnly resolves a read-only volume mount's recursive
+	// read-only mode as the runtime applies it (the containers' status
+	// volumeMounts say Enabled or Disabled); nil counts as unsupported.
+	RecursiveReadOnly func(pod *v1.Pod, vm v1.VolumeMount) (bool, error)
 }
 
 // Probes gives probe results (prober.Manager).
@@ -196,12 +200,34 @@ func containerStatuses(in Input, rs *container.PodStatus, specs []v1.Container, 
 				cs.Ready = false
 			}
 		}
+		cs.VolumeMounts = volumeMountStatuses(in, c)
 		if init && !container.IsSidecar(c) {
 			// An init container is ready once it has completed, as the
 			// kubelet reports it; a running one is not.
 			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 		}
 		out = append(out, cs)
+	}
+	return out
+}
+
+// volumeMountStatuses are the container's volume mounts as the kubelet
+// reports them: each read-only one with its recursive read-only mode
+// resolved (Enabled or Disabled), a read-write one without.
+func volumeMountStatuses(in Input, c *v1.Container) []v1.VolumeMountStatus {
+	var out []v1.VolumeMountStatus
+	for _, vm := range c.VolumeMounts {
+		s := v1.VolumeMountStatus{Name: vm.Name, MountPath: vm.MountPath, ReadOnly: vm.ReadOnly}
+		if vm.ReadOnly {
+			mode := v1.RecursiveReadOnlyDisabled
+			if in.RecursiveReadOnly != nil {
+				if rro, err := in.RecursiveReadOnly(in.Pod, vm); err == nil && rro {
+					mode = v1.RecursiveReadOnlyEnabled
+				}
+			}
+			s.RecursiveReadOnly = &mode
+		}
+		out = append(out, s)
 	}
 	return out
 }

@@ -294,3 +294,37 @@ func TestGenerate_ProbeKilled(t *testing.T) {
 		t.Errorf("OnFailure, exit 0 on its own: phase %s, want Succeeded", s.Phase)
 	}
 }
+
+// TestGenerate_VolumeMounts: every container status lists its volume
+// mounts; a read-only one with its recursive read-only mode resolved
+// (Enabled where the runtime applies it, else Disabled), a read-write one
+// without.
+func TestGenerate_VolumeMounts(t *testing.T) {
+	p := pod(v1.RestartPolicyAlways, nil, "a")
+	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{
+		{Name: "rw", MountPath: "/rw"},
+		{Name: "ro", MountPath: "/ro", ReadOnly: true},
+		{Name: "rro", MountPath: "/rro", ReadOnly: true, RecursiveReadOnly: ptrTo(v1.RecursiveReadOnlyIfPossible)},
+	}
+	resolve := func(_ *v1.Pod, vm v1.VolumeMount) (bool, error) {
+		return vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == v1.RecursiveReadOnlyIfPossible, nil
+	}
+	for _, tc := range []struct {
+		name    string
+		resolve func(*v1.Pod, v1.VolumeMount) (bool, error)
+		rro     v1.RecursiveReadOnlyMode
+	}{
+		{"runtime supports it", resolve, v1.RecursiveReadOnlyEnabled},
+		{"no resolver", nil, v1.RecursiveReadOnlyDisabled},
+	} {
+		s := Generate(Input{Pod: p, Runtime: rs(running("a")), Now: t0, RecursiveReadOnly: tc.resolve})
+		vms := s.ContainerStatuses[0].VolumeMounts
+		if len(vms) != 3 || vms[0].RecursiveReadOnly != nil || vms[0].ReadOnly ||
+			vms[1].RecursiveReadOnly == nil || *vms[1].RecursiveReadOnly != v1.RecursiveReadOnlyDisabled ||
+			vms[2].RecursiveReadOnly == nil || *vms[2].RecursiveReadOnly != tc.rro || vms[2].MountPath != "/rro" {
+			t.Errorf("%s: volumeMounts %+v", tc.name, vms)
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
