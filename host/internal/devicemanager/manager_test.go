@@ -140,6 +140,24 @@ func (p *fakePlugin) register(socket, version, resource string) error {
 	return err
 }
 
+// plug serves p as name, registers it for test.device/a and sends its
+// first list, waiting until the manager reports it.
+func (p *fakePlugin) plug(t *testing.T, m *Manager, name string, first []*pluginapi.Device) {
+	t.Helper()
+	p.serve(t, m.Dir(), name)
+	if err := p.register(m.SocketPath(), pluginapi.Version, "test.device/a"); err != nil {
+		t.Fatal(err)
+	}
+	p.lists <- first
+	n := 0
+	for _, d := range first {
+		if d.Health == healthy {
+			n++
+		}
+	}
+	waitCounts(t, m, "test.device/a", int64(len(first)), int64(n))
+}
+
 // clock is a settable clock.
 type clock struct {
 	mu  sync.Mutex
@@ -286,12 +304,7 @@ func TestManager_StreamEnds(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			m, clk := startManager(t, tempRoot(t), Config{GracePeriod: time.Minute})
 			p := &fakePlugin{}
-			p.serve(t, m.Dir(), "p")
-			if err := p.register(m.SocketPath(), pluginapi.Version, "test.device/a"); err != nil {
-				t.Fatal(err)
-			}
-			p.lists <- devs(healthy, healthy)
-			waitCounts(t, m, "test.device/a", 2, 2)
+			p.plug(t, m, "p", devs(healthy, healthy))
 			if how == "stream error" {
 				p.end <- errors.New("ListAndWatch failed")
 			} else {
@@ -352,12 +365,7 @@ func TestManager_Allocate(t *testing.T) {
 			CdiDevices:  []*pluginapi.CDIDevice{{Name: "test.device/a=b"}},
 		},
 	}
-	p.serve(t, m.Dir(), "p")
-	if err := p.register(m.SocketPath(), pluginapi.Version, "test.device/a"); err != nil {
-		t.Fatal(err)
-	}
-	p.lists <- devs(healthy, healthy)
-	waitCounts(t, m, "test.device/a", 2, 2)
+	p.plug(t, m, "p", devs(healthy, healthy))
 
 	pod := devicePod("u1", "test.device/a", 1, v1.EnvVar{Name: "OWN", Value: "container"})
 	active.set(pod)
@@ -419,12 +427,7 @@ func TestManager_Allocate(t *testing.T) {
 func TestManager_Allocate_UnhealthyNotGiven(t *testing.T) {
 	m, _ := startManager(t, tempRoot(t), Config{})
 	p := &fakePlugin{}
-	p.serve(t, m.Dir(), "p")
-	if err := p.register(m.SocketPath(), pluginapi.Version, "test.device/a"); err != nil {
-		t.Fatal(err)
-	}
-	p.lists <- devs(unhealthy, healthy)
-	waitCounts(t, m, "test.device/a", 2, 1)
+	p.plug(t, m, "p", devs(unhealthy, healthy))
 	if err := m.Allocate(context.Background(), devicePod("u1", "test.device/a", 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -453,12 +456,7 @@ func TestManager_Checkpoint(t *testing.T) {
 		defer func() { cancel(); <-done }()
 		waitFor(t, "the registration socket", func() bool { _, err := os.Stat(m.SocketPath()); return err == nil })
 		p := &fakePlugin{response: &pluginapi.ContainerAllocateResponse{Envs: map[string]string{"DEVICE": "first"}}}
-		p.serve(t, m.Dir(), "p")
-		if err := p.register(m.SocketPath(), pluginapi.Version, "test.device/a"); err != nil {
-			t.Fatal(err)
-		}
-		p.lists <- devs(healthy, healthy)
-		waitCounts(t, m, "test.device/a", 2, 2)
+		p.plug(t, m, "p", devs(healthy, healthy))
 		if err := m.Allocate(context.Background(), pod); err != nil {
 			t.Fatal(err)
 		}
@@ -478,12 +476,7 @@ func TestManager_Checkpoint(t *testing.T) {
 		t.Errorf("envs %v, want the checkpointed answer", cfg.Envs)
 	}
 	p := &fakePlugin{}
-	p.serve(t, m.Dir(), "p2")
-	if err := p.register(m.SocketPath(), pluginapi.Version, "test.device/a"); err != nil {
-		t.Fatal(err)
-	}
-	p.lists <- devs(healthy, healthy)
-	waitCounts(t, m, "test.device/a", 2, 2)
+	p.plug(t, m, "p2", devs(healthy, healthy))
 	two := devicePod("u2", "test.device/a", 2)
 	active.set(pod, two)
 	if err := m.Allocate(context.Background(), two); err == nil || !strings.Contains(err.Error(), "Available: 1") {
