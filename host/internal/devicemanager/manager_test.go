@@ -489,3 +489,29 @@ func TestManager_Checkpoint(t *testing.T) {
 		t.Errorf("Allocate asked for %v, want [b], a being held", got)
 	}
 }
+
+func TestManager_Allocate_InitContainerDevicesReused(t *testing.T) {
+	m, _ := startManager(t, tempRoot(t), Config{})
+	p := &fakePlugin{}
+	p.plug(t, m, "p", devs(healthy))
+	pod := devicePod("u1", "test.device/a", 1)
+	init := pod.Spec.Containers[0]
+	init.Name = "init"
+	pod.Spec.InitContainers = []v1.Container{init}
+	if err := m.Allocate(context.Background(), pod); err != nil {
+		t.Fatalf("an init container's device given again to the app container: %v", err)
+	}
+	if len(p.allocs) != 2 || !slices.Equal(p.allocs[0], []string{"a"}) || !slices.Equal(p.allocs[1], []string{"a"}) {
+		t.Errorf("Allocate calls %v, want [a] twice", p.allocs)
+	}
+	// A sidecar (restartable init container) keeps its device.
+	side := devicePod("u2", "test.device/a", 1)
+	always := v1.ContainerRestartPolicyAlways
+	sc := side.Spec.Containers[0]
+	sc.Name, sc.RestartPolicy = "sidecar", &always
+	side.Spec.InitContainers = []v1.Container{sc}
+	m.RemovePod("u1")
+	if err := m.Allocate(context.Background(), side); err == nil || !strings.Contains(err.Error(), "Available: 0") {
+		t.Errorf("a sidecar's device given to the app container too: %v", err)
+	}
+}
