@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -57,11 +58,15 @@ func (m *Manager) Admit(ctx context.Context, a admission.Attributes) (admission.
 // GetPreferredAllocation when it offers one, and keeps the plugin's
 // Allocate answer. A container already given its devices keeps them. The
 // devices of a regular init container are given again to the containers
-// after it. Allocations of pods no longer active are freed first.
+// after it. The devices of pods no longer active count as free: a pod given
+// one of them frees that pod's allocations (the kubelet frees them all
+// before allocating; freeing only what is needed keeps the allocations of a
+// pod that is not active yet — one later in the batch a restarted agent
+// admits).
 func (m *Manager) Allocate(ctx context.Context, pod *v1.Pod) error {
 	m.allocMu.Lock()
 	defer m.allocMu.Unlock()
-	m.freeInactive(pod.UID)
+	active := m.activeSet(pod.UID)
 	changed := false
 	defer func() {
 		if changed {
@@ -88,7 +93,7 @@ func (m *Manager) Allocate(ctx context.Context, pod *v1.Pod) error {
 			if reusable[res] == nil {
 				reusable[res] = map[string]bool{}
 			}
-			a, fresh, err := m.allocateContainer(ctx, pod, c.Name, res, int(q.Value()), reusable[res])
+			a, fresh, err := m.allocateContainer(ctx, pod, c.Name, res, int(q.Value()), reusable[res], active)
 			if err != nil {
 				return err
 			}
@@ -106,8 +111,9 @@ func (m *Manager) Allocate(ctx context.Context, pod *v1.Pod) error {
 }
 
 // allocateContainer allocates n devices of res to one container, or
-// returns those it has; fresh tells a new allocation.
-func (m *Manager) allocateContainer(ctx context.Context, pod *v1.Pod, container, res string, n int, reusable map[string]bool) (*allocation, bool, error) {
+// returns those it has; fresh tells a new allocation. The devices of pods
+// not in active (nil: every pod is) count as free.
+func (m *Manager) allocateContainer(ctx context.Context, pod *v1.Pod, container, res string, n int, reusable map[string]bool, active map[types.UID]bool) (*allocation, bool, error) {
 	m.mu.Lock()
 	if a := m.allocations[pod.UID].get(container, res); a != nil {
 		m.mu.Unlock()
@@ -118,14 +124,20 @@ func (m *Manager) allocateContainer(ctx context.Context, pod *v1.Pod, container,
 		m.mu.Unlock()
 		return nil, false, fmt.Errorf("pod %s container %s: resource %s: no device plugin serves it", podName(pod), container, res)
 	}
-	inUse := map[string]bool{}
+	// inUse are held by active pods; stale by the others, given last.
+	inUse, stale := map[string]bool{}, map[string]bool{}
 	for uid, pa := range m.allocations {
 		for _, byRes := range pa.Containers {
-			if a := byRes[res]; a != nil {
-				for _, id := range a.DeviceIDs {
-					if uid != pod.UID || !reusable[id] {
-						inUse[id] = true
-					}
+			a := byRes[res]
+			if a == nil {
+				continue
+			}
+			for _, id := range a.DeviceIDs {
+				switch {
+				case active != nil && !active[uid]:
+					stale[id] = true
+				case uid != pod.UID || !reusable[id]:
+					inUse[id] = true
 				}
 			}
 		}
@@ -137,7 +149,15 @@ func (m *Manager) allocateContainer(ctx context.Context, pod *v1.Pod, container,
 		}
 	}
 	m.mu.Unlock()
-	slices.Sort(available)
+	slices.SortFunc(available, func(a, b string) int {
+		if stale[a] != stale[b] {
+			if stale[a] {
+				return 1
+			}
+			return -1
+		}
+		return strings.Compare(a, b)
+	})
 	if len(available) < n {
 		return nil, false, fmt.Errorf("pod %s container %s: plugin %s: requested number of devices unavailable for %s. Requested: %d, Available: %d", podName(pod), container, e.socket, res, n, len(available))
 	}
@@ -154,6 +174,7 @@ func (m *Manager) allocateContainer(ctx context.Context, pod *v1.Pod, container,
 	}
 	a := &allocation{DeviceIDs: ids, Response: resp.ContainerResponses[0]}
 	m.mu.Lock()
+	m.reclaim(res, ids, active)
 	m.allocations.put(pod, container, res, a)
 	m.mu.Unlock()
 	m.log.Info("devices allocated", "pod", podName(pod), "container", container, "resource", res, "devices", ids)
@@ -224,27 +245,36 @@ func (m *Manager) isDeviceResource(res string) bool {
 	return false
 }
 
-// freeInactive frees the allocations of pods ActivePods no longer lists,
-// keep aside.
-func (m *Manager) freeInactive(keep types.UID) {
+// activeSet is the UIDs of the active pods and keep; nil without
+// ActivePods.
+func (m *Manager) activeSet(keep types.UID) map[types.UID]bool {
 	if m.cfg.ActivePods == nil {
-		return
+		return nil
 	}
 	active := map[types.UID]bool{keep: true}
 	for _, p := range m.cfg.ActivePods() {
 		active[p.UID] = true
 	}
-	m.mu.Lock()
-	freed := false
-	for uid, pa := range m.allocations {
-		if !active[uid] {
-			m.log.Info("devices freed", "pod", pa.Pod, "uid", uid)
-			freed = m.forgetPod(uid) || freed
-		}
+	return active
+}
+
+// reclaim frees the allocations of the pods not in active that hold one of
+// ids of res; the caller holds mu.
+func (m *Manager) reclaim(res string, ids []string, active map[types.UID]bool) {
+	if active == nil {
+		return
 	}
-	m.mu.Unlock()
-	if freed {
-		m.writeCheckpoint()
+	for uid, pa := range m.allocations {
+		if active[uid] {
+			continue
+		}
+		for _, byRes := range pa.Containers {
+			if a := byRes[res]; a != nil && slices.ContainsFunc(a.DeviceIDs, func(id string) bool { return slices.Contains(ids, id) }) {
+				m.log.Info("devices freed: their pod is no longer active", "pod", pa.Pod, "uid", uid, "resource", res)
+				m.forgetPod(uid)
+				break
+			}
+		}
 	}
 }
 

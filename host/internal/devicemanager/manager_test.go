@@ -418,6 +418,9 @@ func TestManager_Allocate(t *testing.T) {
 	if last := p.allocs[len(p.allocs)-1]; !slices.Equal(last, []string{"a", "b"}) {
 		t.Errorf("Allocate asked for %v, want [a b]", last)
 	}
+	if m.allocations["u1"] != nil {
+		t.Error("the inactive pod whose device was given again kept its allocation")
+	}
 	m.RemovePod("u2")
 	if got := m.allocations["u2"]; got != nil {
 		t.Errorf("RemovePod kept %v", got)
@@ -513,5 +516,28 @@ func TestManager_Allocate_InitContainerDevicesReused(t *testing.T) {
 	m.RemovePod("u1")
 	if err := m.Allocate(context.Background(), side); err == nil || !strings.Contains(err.Error(), "Available: 0") {
 		t.Errorf("a sidecar's device given to the app container too: %v", err)
+	}
+}
+
+// A pod not active yet (later in the batch a restarted agent admits) keeps
+// its devices while free ones are enough for the pod being admitted.
+func TestManager_Allocate_InactiveKeptWhileNotNeeded(t *testing.T) {
+	active := &activePods{}
+	m, _ := startManager(t, tempRoot(t), Config{ActivePods: active.get})
+	p := &fakePlugin{}
+	p.plug(t, m, "p", devs(healthy, healthy))
+	first := devicePod("u1", "test.device/a", 1)
+	if err := m.Allocate(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	active.set() // u1 not (yet) among the active pods
+	if err := m.Allocate(context.Background(), devicePod("u2", "test.device/a", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if a := m.allocations["u1"].get("c", "test.device/a"); a == nil || !slices.Equal(a.DeviceIDs, []string{"a"}) {
+		t.Errorf("u1's allocation %v, want [a] kept", a)
+	}
+	if !slices.Equal(p.allocs[1], []string{"b"}) {
+		t.Errorf("u2 given %v, want the free b", p.allocs[1])
 	}
 }
