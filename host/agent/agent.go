@@ -26,6 +26,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/config/file"
 	"github.com/wasmlet/wasmlet/host/internal/crimetrics"
+	"github.com/wasmlet/wasmlet/host/internal/devicemanager"
 	"github.com/wasmlet/wasmlet/host/internal/dns"
 	"github.com/wasmlet/wasmlet/host/internal/eviction"
 	"github.com/wasmlet/wasmlet/host/internal/housekeeping"
@@ -66,6 +67,7 @@ type Agent struct {
 	certs       *certificate.Client      // nil without bootstrap or rotation
 	classes     *runtimeclass.Manager    // pods' RuntimeClass → CRI handler
 	plugins     *plugins                 // nil without a plugin directory
+	devices     *devicemanager.Manager
 	data        *podData
 	pods        *pod.Manager
 	statuses    *status.Manager
@@ -143,6 +145,10 @@ func NewContext(ctx context.Context, cfg Config) (*Agent, error) {
 	if a.data, err = a.newPodData(a.node.Load); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
+	a.devices, err = devicemanager.New(devicemanager.Config{RootDir: cfg.RootDir, ActivePods: a.activePods, Logger: a.log.Named("devicemanager")})
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	return a, nil
 }
 
@@ -211,6 +217,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	// RuntimeClasses before the runtime: the cache syncs while it connects.
 	spawn("runtime classes", a.classes.Run)
+	spawn("device manager", a.devices.Run)
 	if err := a.connect(ctx, endpoint); err != nil {
 		return err
 	}
@@ -267,6 +274,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.cluster != nil {
 		a.cluster.Start(cluster.StartConfig{
 			Node: a.node.Load(), Ready: a.nodeReady, RuntimeHandlers: a.runtimeHandlers, Pods: a.pods, Statuses: a.statuses,
+			ExtendedResources:     a.devices.Resources,
 			SourcesSeen:           a.podConfig.SeenAllSources,
 			Terminating:           workers.TerminatingPods,
 			StatusUpdateFrequency: a.cfg.NodeStatusUpdateFrequency.Duration,
@@ -326,6 +334,7 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 		Credentials:    a.data.creds,
 		DNS:            dns.New(dns.Config{ClusterDNS: a.cfg.ClusterDNS, ClusterDomain: a.cfg.ClusterDomain, ResolvConf: *a.cfg.ResolvConf}),
 		RuntimeClasses: a.classes,
+		Devices:        a.devices,
 		Instrument:     calls.Wrap,
 	}
 	if err := a.nodeResources(&rcfg); err != nil {
@@ -424,7 +433,7 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	}
 	a.probes = probes
 	a.rt.SetStartupResults(probes.Started)
-	records := podstate.New(podstate.Config{OnForget: []func(uid types.UID){a.statuses.RemovePod, a.rt.ForgetPod, a.pleg.Cache().Delete, a.data.volumes.Forget, probes.RemovePod}})
+	records := podstate.New(podstate.Config{OnForget: []func(uid types.UID){a.statuses.RemovePod, a.rt.ForgetPod, a.pleg.Cache().Delete, a.data.volumes.Forget, probes.RemovePod, a.devices.RemovePod}})
 	backOff := runtime.NewBackOff()
 	starts, err := pacer.New(pacer.Config{Registerer: a.reg})
 	if err != nil {
@@ -446,13 +455,13 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 		Pods: a.pods, Workers: workers, Runtime: a.rt, Statuses: a.statuses,
 		Forget: records.Forget, BackOff: backOff, Logger: a.log, GCPeriod: a.cfg.ContainerGCPeriod.Duration,
 	})
-	admit, err := admission.New(admission.Config{Admitters: append(admission.Builtins(a.cfg.MaxPods), a.plugins.admitters()...), Logger: a.log.Named("admission"), Registerer: a.reg})
+	admit, err := admission.New(admission.Config{Admitters: append(append(admission.Builtins(a.cfg.MaxPods), a.plugins.admitters()...), a.devices), Logger: a.log.Named("admission"), Registerer: a.reg})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)
 	}
 	a.loop, err = syncloop.New(syncloop.Config{
 		Updates: a.podConfig.Updates(), Events: a.pleg.Events(), ProbeResults: probeResults, SeenAllSources: a.podConfig.SeenAllSources,
-		Pods: a.pods, Records: records, Statuses: a.statuses, Admit: admit, Node: a.node.Load,
+		Pods: a.pods, Records: records, Statuses: a.statuses, Admit: admit, Node: a.nodeWithDevices,
 		InitialStatus: syncer.InitialStatus, Workers: workers, Housekeeping: cleaner.Start,
 		Recorder: a.cluster, Cluster: a.cluster,
 		SyncFrequency: a.cfg.SyncFrequency.Duration, HousekeepingInterval: a.cfg.HousekeepingInterval.Duration,
@@ -553,6 +562,22 @@ func (a *Agent) readOnlyHandlers() map[string]http.Handler {
 	h["/stats/summary"] = whenBuilt(func() http.Handler { return a.stats.SummaryHandler() })
 	h["/metrics/cadvisor"] = whenBuilt(func() http.Handler { return a.stats.CadvisorMetricsHandler() })
 	return h
+}
+
+// nodeWithDevices is the node as admission sees it: with the device
+// plugins' resources (the devices are allocated last, once every other
+// admitter admitted the pod).
+func (a *Agent) nodeWithDevices() *v1.Node {
+	return node.WithExtendedResources(a.node.Load(), a.devices.Resources)
+}
+
+// activePods are the pods holding the node's resources, once the sync loop
+// is built (the device manager frees the devices of the others).
+func (a *Agent) activePods() []*v1.Pod {
+	if !a.built.Load() {
+		return nil
+	}
+	return a.loop.ActivePods()
 }
 
 // runtimeHandlers are the runtime's handlers as its last CRI Status

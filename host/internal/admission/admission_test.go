@@ -45,6 +45,13 @@ func initRequests(cpu string) podOpt {
 	}
 }
 
+func gpus(name, n string) podOpt {
+	return func(p *v1.Pod) {
+		rl := v1.ResourceList{v1.ResourceName(name): resource.MustParse(n)}
+		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "g", Resources: v1.ResourceRequirements{Requests: rl, Limits: rl}})
+	}
+}
+
 func port(ip string, hostPort int32, proto v1.Protocol) podOpt {
 	return func(p *v1.Pod) {
 		p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "p", Ports: []v1.ContainerPort{{HostIP: ip, HostPort: hostPort, ContainerPort: 80, Protocol: proto}}})
@@ -68,6 +75,8 @@ func mkPod(name string, opts ...podOpt) *v1.Pod {
 
 func TestBuiltins(t *testing.T) {
 	n := node("2", "1Gi", 3)
+	n.Status.Allocatable["test.device/gpu"] = resource.MustParse("2")
+	n.Status.Allocatable["test.device/none"] = resource.MustParse("0")
 	tests := []struct {
 		name       string
 		admitter   Admitter
@@ -85,11 +94,10 @@ func TestBuiltins(t *testing.T) {
 		{"fit: containers add up", ResourceFit(), mkPod("p", requests("1", ""), requests("1500m", "")), nil, "OutOfcpu"},
 		{"fit: init container is the max, not added", ResourceFit(), mkPod("p", requests("1", ""), initRequests("2")), nil, ""},
 		{"fit: init container too big", ResourceFit(), mkPod("p", requests("1", ""), initRequests("3")), nil, "OutOfcpu"},
-		{"fit: unknown extended resource", ResourceFit(), func() *v1.Pod {
-			p := mkPod("p")
-			p.Spec.Containers = []v1.Container{{Name: "g", Resources: v1.ResourceRequirements{Requests: v1.ResourceList{"example.com/gpu": resource.MustParse("1")}}}}
-			return p
-		}(), nil, "OutOfexample.com/gpu"},
+		{"fit: extended resource the node does not list is the cluster's", ResourceFit(), mkPod("p", gpus("example.com/gpu", "1")), nil, ""},
+		{"fit: extended resource fits", ResourceFit(), mkPod("p", gpus("test.device/gpu", "1")), []*v1.Pod{mkPod("a", gpus("test.device/gpu", "1"))}, ""},
+		{"fit: extended resource exhausted", ResourceFit(), mkPod("p", gpus("test.device/gpu", "1")), []*v1.Pod{mkPod("a", gpus("test.device/gpu", "2"))}, "OutOftest.device/gpu"},
+		{"fit: extended resource with allocatable 0", ResourceFit(), mkPod("p", gpus("test.device/none", "1")), nil, "OutOftest.device/none"},
 		{"ports: none", HostPorts(), mkPod("p"), []*v1.Pod{mkPod("a", port("", 8080, v1.ProtocolTCP))}, ""},
 		{"ports: conflict", HostPorts(), mkPod("p", port("", 8080, "")), []*v1.Pod{mkPod("a", port("", 8080, v1.ProtocolTCP))}, "NodePorts"},
 		{"ports: other protocol", HostPorts(), mkPod("p", port("", 8080, v1.ProtocolUDP)), []*v1.Pod{mkPod("a", port("", 8080, v1.ProtocolTCP))}, ""},
@@ -124,6 +132,17 @@ func (f fixed) Name() string { return f.name }
 func (f fixed) Admit(context.Context, Attributes) (Result, error) {
 	*f.hits++
 	return f.r, f.err
+}
+
+func TestIsExtendedResourceName(t *testing.T) {
+	for name, want := range map[v1.ResourceName]bool{
+		"nvidia.com/gpu": true, "test.device/a-b": true, "cpu": false, "kubernetes.io/x": false,
+		"hugepages-2Mi": false, "requests.example.com/x": false, "example.com/bad name": false, "a.kubernetes.io/x": false,
+	} {
+		if got := IsExtendedResourceName(name); got != want {
+			t.Errorf("IsExtendedResourceName(%q) = %v, want %v", name, got, want)
+		}
+	}
 }
 
 func TestChain_Admit(t *testing.T) {

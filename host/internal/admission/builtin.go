@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Names of the built-in admitters.
@@ -60,7 +61,10 @@ func (m maxPods) Admit(_ context.Context, a Attributes) (Result, error) {
 // allocatable minus the requests of the pods already admitted (reason
 // "OutOf<resource>", e.g. "OutOfcpu"). A pod's request is, per resource, the
 // larger of the sum over its app containers and the largest init container,
-// plus the pod overhead — the scheduler's and the kubelet's rule.
+// plus the pod overhead — the scheduler's and the kubelet's rule. Extended
+// resources (device plugins') count against the node's allocatable of
+// them; one the node does not list is left to the cluster, as the kubelet
+// leaves it.
 func ResourceFit() Admitter { return resourceFit{} }
 
 type resourceFit struct{}
@@ -92,7 +96,13 @@ func (resourceFit) Admit(_ context.Context, a Attributes) (Result, error) {
 		if req == 0 {
 			continue
 		}
-		capQ := alloc[name]
+		capQ, ok := alloc[name]
+		if !ok && IsExtendedResourceName(name) {
+			// The kubelet's removeMissingExtendedResources: an extended
+			// resource the node does not list is the cluster's (a
+			// scheduler extender's), not this node's to count.
+			continue
+		}
 		if req > capQ.MilliValue()-used[name] {
 			return Result{
 				Reason: fmt.Sprintf(reasonOutOfFmt, name),
@@ -208,4 +218,15 @@ func (hostPorts) Admit(_ context.Context, a Attributes) (Result, error) {
 		}
 	}
 	return Result{Admit: true}, nil
+}
+
+// IsExtendedResourceName tells whether name is an extended resource, as the
+// API defines it: outside the kubernetes.io namespace, not a requests.
+// quota name, and a qualified name once prefixed with "requests.".
+func IsExtendedResourceName(name v1.ResourceName) bool {
+	n := string(name)
+	if !strings.Contains(n, "/") || strings.Contains(n, v1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(n, v1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(v1.DefaultResourceRequestsPrefix+n)) == 0
 }

@@ -144,6 +144,9 @@ type StartConfig struct {
 	Ready func() error
 	// RuntimeHandlers lists the runtime's handlers for the node status.
 	RuntimeHandlers func() []v1.NodeRuntimeHandler
+	// ExtendedResources gives the device plugins' resources for the node
+	// status's capacity and allocatable; nil gives none.
+	ExtendedResources func() (capacity, allocatable v1.ResourceList)
 	// Pods is the pod manager (static pods, their mirror pods).
 	Pods *pod.Manager
 	// Statuses are the statuses pushed to the API server.
@@ -167,7 +170,7 @@ func (c *Cluster) Start(sc StartConfig, spawn func(string, func(context.Context)
 	log := c.cfg.Logger
 	c.pods = sc.Pods
 	c.registrar = node.NewRegistrar(node.RegistrarConfig{
-		Client: c.client, Node: sc.Node, Ready: sc.Ready, RuntimeHandlers: sc.RuntimeHandlers,
+		Client: c.client, Node: sc.Node, Ready: sc.Ready, RuntimeHandlers: sc.RuntimeHandlers, ExtendedResources: sc.ExtendedResources,
 		StatusUpdateFrequency: sc.StatusUpdateFrequency,
 		StatusReportFrequency: sc.StatusReportFrequency,
 		NoCreate:              sc.NoCreate,

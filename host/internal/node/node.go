@@ -138,6 +138,47 @@ func New(cfg Config) (*v1.Node, error) {
 	return n, nil
 }
 
+// AddExtendedResources adds the resources extended gives (device plugins')
+// to a status's capacity and allocatable; a nil extended adds none.
+func AddExtendedResources(s *v1.NodeStatus, extended func() (capacity, allocatable v1.ResourceList)) {
+	if extended == nil {
+		return
+	}
+	capacity, allocatable := extended()
+	if len(capacity)+len(allocatable) == 0 {
+		return
+	}
+	s.Capacity, s.Allocatable = s.Capacity.DeepCopy(), s.Allocatable.DeepCopy()
+	if s.Capacity == nil {
+		s.Capacity = v1.ResourceList{}
+	}
+	if s.Allocatable == nil {
+		s.Allocatable = v1.ResourceList{}
+	}
+	for n, q := range capacity {
+		s.Capacity[n] = q
+	}
+	for n, q := range allocatable {
+		s.Allocatable[n] = q
+	}
+}
+
+// WithExtendedResources is n with the resources extended gives added to
+// its status (a copy; n itself when extended adds none), for admission.
+func WithExtendedResources(n *v1.Node, extended func() (capacity, allocatable v1.ResourceList)) *v1.Node {
+	if n == nil || extended == nil {
+		return n
+	}
+	capacity, allocatable := extended()
+	if len(capacity)+len(allocatable) == 0 {
+		return n
+	}
+	c := *n
+	c.Status.Capacity, c.Status.Allocatable = n.Status.Capacity, n.Status.Allocatable
+	AddExtendedResources(&c.Status, func() (v1.ResourceList, v1.ResourceList) { return capacity, allocatable })
+	return &c
+}
+
 // MemoryCapacity is the machine's memory in bytes (MemTotal of
 // <procRoot>/proc/meminfo; "" is "/").
 func MemoryCapacity(procRoot string) (int64, error) {

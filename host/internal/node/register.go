@@ -36,6 +36,10 @@ type RegistrarConfig struct {
 	// listed them (status.runtimeHandlers, as the kubelet reports them);
 	// nil leaves them out.
 	RuntimeHandlers func() []v1.NodeRuntimeHandler
+	// ExtendedResources, when set, gives the resources beyond the
+	// machine's (device plugins'), added to every status's capacity and
+	// allocatable (see AddExtendedResources).
+	ExtendedResources func() (capacity, allocatable v1.ResourceList)
 	// StatusUpdateFrequency is how often the node status is computed and,
 	// when it changed, posted (the kubelet's nodeStatusUpdateFrequency, 10 s).
 	StatusUpdateFrequency time.Duration
@@ -262,6 +266,7 @@ func (r *Registrar) status(prev *v1.NodeStatus) v1.NodeStatus {
 	if r.cfg.RuntimeHandlers != nil {
 		s.RuntimeHandlers = r.cfg.RuntimeHandlers()
 	}
+	AddExtendedResources(&s, r.cfg.ExtendedResources)
 	if prev != nil {
 		s.Images, s.VolumesInUse, s.VolumesAttached = prev.Images, prev.VolumesInUse, prev.VolumesAttached
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
@@ -202,5 +203,47 @@ func TestRegistrar_RegisterTaintsAndNoCreate(t *testing.T) {
 	}
 	if n, ok := r.Node(); !ok || n.UID != "made-by-admin" {
 		t.Errorf("Node() = %v, %v: want the one made by someone else", n, ok)
+	}
+}
+
+func TestRegistrar_ExtendedResources(t *testing.T) {
+	client := fake.NewClientset()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	capacity, allocatable := v1.ResourceList{"test.device/a": resource.MustParse("2")}, v1.ResourceList{"test.device/a": resource.MustParse("2")}
+	local := localNode()
+	local.Status.Capacity = v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}
+	r := NewRegistrar(RegistrarConfig{Client: client, Node: local, Now: func() time.Time { return now },
+		ExtendedResources: func() (v1.ResourceList, v1.ResourceList) { return capacity, allocatable }})
+	if err := r.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check := func(wantCap, wantAlloc int64) {
+		t.Helper()
+		got, _ := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+		c, a := got.Status.Capacity["test.device/a"], got.Status.Allocatable["test.device/a"]
+		if c.Value() != wantCap || a.Value() != wantAlloc {
+			t.Fatalf("test.device/a capacity %s allocatable %s, want %d and %d", c.String(), a.String(), wantCap, wantAlloc)
+		}
+		if _, ok := got.Status.Capacity[v1.ResourceCPU]; !ok {
+			t.Fatalf("capacity lost cpu: %v", got.Status.Capacity)
+		}
+	}
+	check(2, 2)
+	// A device became unhealthy: allocatable drops, capacity stays.
+	allocatable = v1.ResourceList{"test.device/a": resource.MustParse("1")}
+	now = now.Add(10 * time.Second)
+	if err := r.UpdateStatus(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check(2, 1)
+	if _, ok := local.Status.Capacity["test.device/a"]; ok {
+		t.Error("the local node's own capacity was changed")
+	}
+	n := WithExtendedResources(local, func() (v1.ResourceList, v1.ResourceList) { return capacity, allocatable })
+	if q := n.Status.Allocatable["test.device/a"]; q.Value() != 1 {
+		t.Errorf("WithExtendedResources allocatable = %s, want 1", q.String())
+	}
+	if _, ok := local.Status.Allocatable["test.device/a"]; ok {
+		t.Error("WithExtendedResources changed the node it was given")
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/wasmlet/wasmlet/abi"
 	pluginsv1 "github.com/wasmlet/wasmlet/host/apis/plugins/v1alpha1"
+	"github.com/wasmlet/wasmlet/host/internal/regularfile"
 )
 
 // trustedRootSuffix names the file beside a manifest that holds its
@@ -142,7 +143,7 @@ func (f *Follower) materialize(plugins []pluginsv1.WasmletPlugin, l map[string]s
 		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, want[name]) {
 			continue
 		}
-		if err := writeAtomic(path, want[name]); err != nil {
+		if err := regularfile.WriteAtomic(path, want[name]); err != nil {
 			f.cfg.Logger.Error("cannot write a plugin manifest", "file", path, "error", err)
 			continue
 		}
@@ -170,30 +171,4 @@ func (f *Follower) materialize(plugins []pluginsv1.WasmletPlugin, l map[string]s
 		}
 	}
 	return changed
-}
-
-// writeAtomic writes b to path through a hidden temporary file in the same
-// directory and a rename, so a reader sees the old file or the new one.
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -82,6 +82,9 @@ type Config struct {
 	Credentials Credentials
 	// Hooks, when not nil, is called at lifecycle points.
 	Hooks container.Hooks
+	// Devices, when not nil, gives containers the devices the node's
+	// device plugins allocated them (host/internal/devicemanager).
+	Devices Devices
 	// Cgroups, when not nil, is the pod cgroup hierarchy: each sandbox is
 	// created under its pod's cgroup, made first, and the cgroups of pods
 	// gone from the runtime are removed by GarbageCollect. Nil leaves the
@@ -121,6 +124,15 @@ type RuntimeClasses interface {
 	// for a pod naming none; an error fails the pod's sandbox creation
 	// (retried with the pod's sync).
 	Handler(pod *v1.Pod) (string, error)
+}
+
+// Devices applies device plugins' allocations (host/internal/devicemanager).
+type Devices interface {
+	// ApplyDevices adds to a container's CRI config what the device
+	// plugins answered for its devices (environment, mounts, device nodes,
+	// annotations, CDI devices); an error fails the container's creation
+	// (CreateContainerConfigError), retried with the pod's sync.
+	ApplyDevices(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error
 }
 
 // DNS makes a pod's resolver configuration (host/internal/dns).

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -405,5 +406,46 @@ func TestHashContainer_Kubelet(t *testing.T) {
 	c := &v1.Container{Name: "test_container", Image: "foo/image:v1", Command: []string{"/bin/testcmd"}, Args: []string{"/bin/sh", "-c", "echo abc"}}
 	if got := HashContainer(c); got != "8e45cbd0" {
 		t.Errorf("HashContainer = %s, want the kubelet's 8e45cbd0", got)
+	}
+}
+
+// devicesFunc is a Devices of one function.
+type devicesFunc func(pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error
+
+func (f devicesFunc) ApplyDevices(_ context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error {
+	return f(pod, c, cfg)
+}
+
+func TestManager_SyncPod_Devices(t *testing.T) {
+	m, f := newTestManager(t)
+	m.cfg.Devices = devicesFunc(func(_ *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig) error {
+		if c.Name == "broken" {
+			return errors.New("plugin unix:///p.sock resource test.device/x: Allocate: down")
+		}
+		cfg.Annotations["test.device/allocated"] = c.Name
+		return nil
+	})
+	pod := testPod("d1", v1.RestartPolicyAlways, "a")
+	if _, r := syncOnce(t, m, pod, NewBackOff()); r.Error() != nil {
+		t.Fatal(r.Error())
+	}
+	f.RuntimeService.Lock()
+	for _, c := range f.RuntimeService.Containers {
+		if c.Annotations["test.device/allocated"] != "a" {
+			t.Errorf("container annotations %v: the devices' annotation missing", c.Annotations)
+		}
+	}
+	f.RuntimeService.Unlock()
+
+	broken := testPod("d2", v1.RestartPolicyAlways, "broken")
+	_, r := syncOnce(t, m, broken, NewBackOff())
+	var step *container.StepResult
+	for i := range r.Steps {
+		if r.Steps[i].Target == "broken" && r.Steps[i].Err != nil {
+			step = &r.Steps[i]
+		}
+	}
+	if step == nil || !errors.Is(step.Err, container.ErrCreateContainerConfig) || !strings.Contains(step.Message, "Allocate: down") {
+		t.Fatalf("sync of a container whose devices fail: %+v, want CreateContainerConfigError with the plugin's error", r.Steps)
 	}
 }

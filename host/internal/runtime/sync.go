@@ -243,6 +243,11 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig
 	if err != nil {
 		return container.ErrCreateContainerConfig, err.Error()
 	}
+	if m.cfg.Devices != nil {
+		if err := m.cfg.Devices.ApplyDevices(ctx, pod, c, cfg); err != nil {
+			return container.ErrCreateContainerConfig, err.Error()
+		}
+	}
 	id, err := m.rs.CreateContainer(ctx, sandboxID, cfg, sbConfig)
 	if err != nil {
 		return container.ErrCreateContainer, err.Error()
