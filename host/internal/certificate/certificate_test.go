@@ -241,7 +241,7 @@ func TestNewClient_Bootstrap(t *testing.T) {
 	if c.Current() != nil {
 		t.Fatal("a certificate before the manager ran")
 	}
-	go c.Run(ctx)
+	runUntilCleanup(t, ctx, cancel, c)
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer wcancel()
 	if err := c.WaitForCertificate(wctx); err != nil {
@@ -314,7 +314,7 @@ func TestNewClient_Rotates(t *testing.T) {
 	f := newFakeSigner(t, newTestCA(t), 2*time.Second, false)
 	var log syncbuf.Buffer
 	c := bootstrapClient(t, ctx, t.TempDir(), f, true, &log)
-	go c.Run(ctx)
+	runUntilCleanup(t, ctx, cancel, c)
 	eventually(t, "the first certificate", func() bool { return c.Current() != nil })
 	first := c.Current().Leaf.SerialNumber
 	// Renewed at 70-90 % of its 2 s.
@@ -333,7 +333,7 @@ func TestNewClient_NoRotation(t *testing.T) {
 	f := newFakeSigner(t, newTestCA(t), 2*time.Second, false)
 	var log syncbuf.Buffer
 	c := bootstrapClient(t, ctx, t.TempDir(), f, false, &log)
-	go c.Run(ctx)
+	runUntilCleanup(t, ctx, cancel, c)
 	eventually(t, "the first certificate", func() bool { return c.Current() != nil })
 	// Past the 70-90 % deadline of the 2 s certificate (and its expiry):
 	// without rotation no second CSR is made.
@@ -349,7 +349,7 @@ func TestNewClient_Denied(t *testing.T) {
 	f := newFakeSigner(t, newTestCA(t), time.Hour, true)
 	var log syncbuf.Buffer
 	c := bootstrapClient(t, ctx, t.TempDir(), f, true, &log)
-	go c.Run(ctx)
+	runUntilCleanup(t, ctx, cancel, c)
 	eventually(t, "the denial logged", func() bool {
 		s := log.String()
 		return strings.Contains(s, "denied, reason: TestDenied") && strings.Contains(s, "csr=csr-csr1")
@@ -448,4 +448,21 @@ func TestNewServer_NoAddresses(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "n1") {
 		t.Errorf("error %v: want one naming the node", err)
 	}
+}
+
+// runUntilCleanup runs c until the test ends, and waits for it to return
+// (its certificate manager stopped) before the test's temporary
+// directories are removed: a rotation still writing into one made its
+// removal fail.
+func runUntilCleanup(t *testing.T, ctx context.Context, cancel context.CancelFunc, c *Client) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
