@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/wasmlet/wasmlet/host/internal/regularfile"
 )
 
 // The cache holds verified artifacts by digest:
@@ -123,7 +124,7 @@ func (c cache) mark(d v1.Hash, req string, m marker) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(c.markerPath(d, req), mb)
+	return regularfile.WriteAtomic(c.markerPath(d, req), mb)
 }
 
 // clean removes what a crash left: temporary directories of the store.
@@ -169,21 +170,7 @@ func saveJSON[V any](dir, name string, m map[string]V) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, name), b)
-}
-
-// writeAtomic writes path through a synced temporary file and a rename.
-func writeAtomic(path string, b []byte) error {
-	tmp := filepath.Join(filepath.Dir(path), tmpPrefix+filepath.Base(path))
-	if err := writeSynced(tmp, b); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
+	return regularfile.WriteAtomic(filepath.Join(dir, name), b)
 }
 
 func writeSynced(path string, b []byte) error {
