@@ -65,7 +65,18 @@ const (
 	// is clear out of the module's admission requests. Without it the module
 	// gets every field. An addition to v1 (see CHANGELOG.md).
 	ExportReads = "wasmlet_reads"
+	// ExportCheckConfig is the optional `check_config() -> packed i64`: the
+	// module's verdict on its config, read through the config_get import.
+	// The host calls it once per loaded version, after _initialize (and
+	// ExportReads); 0 accepts the config, a packed (ptr, len) UTF-8
+	// message refuses it, and a refused config fails the load. A module
+	// without it is never asked. An addition to v1 (see CHANGELOG.md).
+	ExportCheckConfig = "wasmlet_check_config"
 )
+
+// CheckConfigMessageMax is how many bytes of a refusal message
+// (ExportCheckConfig) the host keeps.
+const CheckConfigMessageMax = 1024
 
 // Reads is the bit set ExportReads returns: the optional fields of an
 // AdmitRequest a module reads. Bits a host does not know are ignored.

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -246,30 +245,22 @@ func (f *Fetcher) Status(path string) pluginhost.ResolveStatus {
 // Resolve implements pluginhost.Resolver: the kept verified digest the
 // reference names or last resolved to, without the registry; else it is
 // resolved, pulled, verified and kept first. When that fails, the last
-// version the reference manifest at path resolved to (with the reference
-// manifest of then), if it is still kept verified, is returned instead —
-// the failure recorded all the same — so an agent restarted while its
-// reference cannot be resolved enforces what it enforced before.
+// good version of the reference manifest at path (the last that loaded,
+// with the reference manifest of then), if it is still kept verified, is
+// returned instead — the failure recorded all the same — so an agent
+// restarted while its reference cannot be resolved enforces what it
+// enforced before.
 func (f *Fetcher) Resolve(ctx context.Context, path string, ref abi.Manifest) (pluginhost.Resolved, error) {
 	res, err := f.resolveCurrent(ctx, path, ref)
 	if err == nil {
-		f.rememberGood(path, ref, res.Digest)
 		return res, nil
 	}
-	rf, ok := f.fallback(path)
-	if !ok || reflect.DeepEqual(rf.ref, ref) {
-		return pluginhost.Resolved{}, err
-	}
-	h, ok := f.known(rf)
+	old, ok := f.lastGoodOf(path, ref)
 	if !ok {
 		return pluginhost.Resolved{}, err
 	}
-	old, ferr := f.resolved(rf, h)
-	if ferr != nil {
-		return pluginhost.Resolved{}, err
-	}
 	f.cfg.Logger.Warn("plugin kept at its last good version", "plugin", ref.Name, "file", path,
-		"image", rf.ref.Image, "digest", h.String(), "failed_image", ref.Image)
+		"image", old.Image, "digest", old.Digest, "failed_image", ref.Image)
 	return old, nil
 }
 
@@ -311,7 +302,7 @@ func (f *Fetcher) resolved(rf reference, h v1.Hash) (pluginhost.Resolved, error)
 	}
 	return pluginhost.Resolved{
 		Manifest: eff, WasmPath: module, Stamp: h.String(),
-		Image: rf.ref.Image, Digest: h.String(), Verified: true,
+		Image: rf.ref.Image, Digest: h.String(), Verified: true, Ref: rf.ref,
 	}, nil
 }
 

@@ -1,16 +1,23 @@
 package pluginfetch
 
 import (
+	"context"
 	"reflect"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 )
 
-// lastGoodFile keeps, per reference manifest, the last reference that
-// resolved to a kept, verified plugin: after a restart whose reference
-// cannot be resolved, pulled or verified (a new image nobody signed, the
-// registry unreachable before the new digest was kept), that version is
-// enforced, as it was before the restart.
+// lastGoodFile keeps, per reference manifest, the last version that
+// loaded (pluginhost.Resolver.Loaded): the reference manifest of then and
+// the digest it resolved to. After a restart whose reference cannot be
+// resolved, pulled or verified (a new image nobody signed, the registry
+// unreachable before the new digest was kept), or whose version resolves
+// but does not load (a config the plugin refuses), that version is
+// enforced, as it was before the restart. A version that resolved and never
+// loaded does not become it.
 const lastGoodFile = "last-good.json"
 
 // lastGood is one reference manifest's last good resolution.
@@ -73,19 +80,46 @@ func (f *Fetcher) forgetGood(present map[string]abi.Manifest) {
 	}
 }
 
-// fallback is the last good version of the reference manifest at path,
-// when it is still kept verified: what stays enforced while the current
-// reference fails.
-func (f *Fetcher) fallback(path string) (reference, bool) {
+// Loaded implements pluginhost.Resolver: res, of the reference manifest at
+// path, loaded and is now its last good version, persisted.
+func (f *Fetcher) Loaded(path string, res pluginhost.Resolved) {
+	f.rememberGood(path, res.Ref, res.Digest)
+}
+
+// Fallback implements pluginhost.Resolver: the last good version of the
+// reference manifest at path, when path names another reference manifest
+// now and that version is still kept verified.
+func (f *Fetcher) Fallback(_ context.Context, path string) (pluginhost.Resolved, bool) {
+	f.mu.Lock()
+	cur, watched := f.watched[path]
+	f.mu.Unlock()
+	if !watched {
+		return pluginhost.Resolved{}, false
+	}
+	return f.lastGoodOf(path, cur)
+}
+
+// lastGoodOf is the last good version of the reference manifest at path,
+// read from the cache, when it is still kept verified and its reference
+// manifest is not cur (the one that failed).
+func (f *Fetcher) lastGoodOf(path string, cur abi.Manifest) (pluginhost.Resolved, bool) {
 	f.mu.Lock()
 	g, ok := f.good[path]
 	f.mu.Unlock()
-	if !ok {
-		return reference{}, false
+	if !ok || reflect.DeepEqual(g.Ref, cur) {
+		return pluginhost.Resolved{}, false
 	}
 	rf, err := f.parse(path, g.Ref)
 	if err != nil {
-		return reference{}, false
+		return pluginhost.Resolved{}, false
 	}
-	return rf, true
+	h, err := v1.NewHash(g.Digest)
+	if err != nil || !f.cache.verified(h, rf.req) {
+		return pluginhost.Resolved{}, false
+	}
+	res, err := f.resolved(rf, h)
+	if err != nil {
+		return pluginhost.Resolved{}, false
+	}
+	return res, true
 }

@@ -25,9 +25,11 @@ func TestFetcher_lastGood(t *testing.T) {
 	v := &fakeVerifier{}
 	f, _ := newFetcher(t, Config{Dir: cacheDir, Client: newClient(t, pluginoci.Limits{}), Verifier: v})
 	f.Stamps(map[string]abi.Manifest{path: ref1})
-	if _, err := f.Resolve(ctx, path, ref1); err != nil {
+	res1, err := f.Resolve(ctx, path, ref1)
+	if err != nil {
 		t.Fatal(err)
 	}
+	f.Loaded(path, res1)
 	// The manifest now names v2, which the node refuses.
 	v.set(errors.New("no signature"))
 	_, ref2 := writeRef(t, dir, v2img, "order: 9\n")
@@ -53,5 +55,67 @@ func TestFetcher_lastGood(t *testing.T) {
 	f3.Stamps(map[string]abi.Manifest{path: ref2})
 	if res, err := f3.Resolve(ctx, path, ref2); err == nil {
 		t.Fatalf("Resolve of a refused image after its manifest was removed = %+v, want the refusal", res)
+	}
+}
+
+// TestFetcher_Loaded: only a version that loaded becomes the last good one.
+// A reference manifest that resolves but whose plugin did not load (its
+// config refused) is not remembered: after a restart, Fallback returns the
+// version that loaded, with its reference manifest, from the last-good
+// file; and a reference manifest that never loaded has no fallback.
+func TestFetcher_Loaded(t *testing.T) {
+	ctx := context.Background()
+	reg := newRegistry(t)
+	img := reg.host + "/policies/policy:v1"
+	d1 := push(t, img, moduleV1, "1.0.0", "")
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	cfg := Config{Dir: cacheDir, Client: newClient(t, pluginoci.Limits{}), Verifier: &fakeVerifier{}}
+	path, good := writeRef(t, dir, img, "config: {allowed: a}\n")
+
+	f, _ := newFetcher(t, cfg)
+	f.Stamps(map[string]abi.Manifest{path: good})
+	res, err := f.Resolve(ctx, path, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ref.Config["allowed"] != "a" {
+		t.Fatalf("Resolve's Ref = %+v, want the reference manifest resolved", res.Ref)
+	}
+	// Resolved, never loaded: nothing to fall back to after a restart.
+	_, refused := writeRef(t, dir, img, "config: {other: b}\n")
+	f2, _ := newFetcher(t, cfg)
+	f2.Stamps(map[string]abi.Manifest{path: refused})
+	if got, ok := f2.Fallback(ctx, path); ok {
+		t.Fatalf("Fallback of a reference that never loaded = %+v, want none", got)
+	}
+
+	// Loaded: it is the last good version; the refused manifest resolves
+	// too, but is not loaded and does not replace it.
+	f2.Stamps(map[string]abi.Manifest{path: good})
+	res, err = f2.Resolve(ctx, path, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f2.Loaded(path, res)
+	f2.Stamps(map[string]abi.Manifest{path: refused})
+	if _, err := f2.Resolve(ctx, path, refused); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f2.Fallback(ctx, path); !ok {
+		t.Fatal("Fallback while the refused manifest is watched: none, want the loaded version")
+	}
+
+	// The agent restarts with the refused manifest on disk.
+	f3, _ := newFetcher(t, cfg)
+	f3.Stamps(map[string]abi.Manifest{path: refused})
+	got, ok := f3.Fallback(ctx, path)
+	if !ok || got.Digest != d1.String() || got.Ref.Config["allowed"] != "a" || got.Manifest.Config["allowed"] != "a" || got.Manifest.Config["other"] != "" {
+		t.Fatalf("Fallback after a restart = %+v, %v; want %s with the loaded manifest's config", got, ok, d1)
+	}
+	// While the loaded manifest itself is the one watched, there is
+	// nothing else to fall back to.
+	f3.Stamps(map[string]abi.Manifest{path: good})
+	if got, ok := f3.Fallback(ctx, path); ok {
+		t.Fatalf("Fallback to the reference manifest that is current = %+v, want none", got)
 	}
 }

@@ -141,9 +141,10 @@ func (e *engine) close(ctx context.Context) {
 	e.cache.Close(ctx)
 }
 
-// load reads, verifies, compiles and checks one plugin.
-func (e *engine) load(ctx context.Context, path string, overrides map[string]string) (*Plugin, error) {
-	src, err := readSource(ctx, path, e.cfg.Resolver)
+// load reads, verifies, compiles and checks one plugin; resolver resolves
+// a reference manifest.
+func (e *engine) load(ctx context.Context, path string, overrides map[string]string, resolver Resolver) (*Plugin, error) {
+	src, err := readSource(ctx, path, resolver)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +185,10 @@ func (e *engine) load(ctx context.Context, path string, overrides map[string]str
 		p.Close(ctx)
 		return nil, err
 	}
-	if p.reads, err = inst.reads(ctx); err != nil {
+	if p.reads, err = inst.reads(ctx); err == nil {
+		err = inst.checkConfig(ctx)
+	}
+	if err != nil {
 		p.pool.put(inst, false)
 		p.Close(ctx)
 		return nil, err
@@ -246,6 +250,9 @@ func (p *Plugin) checkV1(compiled wazero.CompiledModule) error {
 	}
 	if f, ok := exports[abi.ExportReads]; ok && !sig(f, nil, []api.ValueType{i32}) {
 		return pluginError(name, ErrMissingExport, "%s: %s must be () -> i32", file, abi.ExportReads)
+	}
+	if f, ok := exports[abi.ExportCheckConfig]; ok && !sig(f, nil, []api.ValueType{i64}) {
+		return pluginError(name, ErrMissingExport, "%s: %s must be () -> i64", file, abi.ExportCheckConfig)
 	}
 	if f, ok := exports[abi.ExportInitialize]; ok && !sig(f, nil, nil) {
 		return pluginError(name, ErrMissingExport, "%s: %s must take and return nothing", file, abi.ExportInitialize)

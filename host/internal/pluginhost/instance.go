@@ -133,6 +133,46 @@ func (i *instance) reads(ctx context.Context) (abi.Reads, error) {
 	return abi.Reads(api.DecodeU32(i.stack[0])), nil
 }
 
+// checkConfig asks the module whether it accepts its config
+// (abi.ExportCheckConfig): nil when it does or does not say, else an
+// ErrConfigRefused error carrying the module's message (its first
+// abi.CheckConfigMessageMax bytes).
+func (i *instance) checkConfig(ctx context.Context) error {
+	f := i.mod.ExportedFunction(abi.ExportCheckConfig)
+	if f == nil {
+		return nil
+	}
+	name := i.p.manifest.Name
+	cctx, cancel, callCtx := i.begin(ctx, mono(), i.p.timeout)
+	defer cancel()
+	i.stack[0] = 0
+	if err := f.CallWithStack(callCtx, i.stack[:1]); err != nil {
+		return i.classify(cctx, err, abi.ExportCheckConfig)
+	}
+	ptr, n := abi.UnpackResult(i.stack[0])
+	if ptr == 0 {
+		return nil
+	}
+	view, ok := i.mem.Read(ptr, n)
+	if !ok {
+		return pluginError(name, ErrBadResult, "%s returned [%#x, +%d), out of bounds of %d bytes of memory", abi.ExportCheckConfig, ptr, n, i.mem.Size())
+	}
+	return refused(name, view)
+}
+
+// refused is the error of a config refused with msg: its first
+// abi.CheckConfigMessageMax bytes, as valid UTF-8.
+func refused(name string, msg []byte) error {
+	if len(msg) > abi.CheckConfigMessageMax {
+		msg = msg[:abi.CheckConfigMessageMax]
+	}
+	m := strings.ToValidUTF8(string(msg), "\uFFFD")
+	if m == "" {
+		m = "(no message)"
+	}
+	return fmt.Errorf("plugin %q: %w: %s", name, ErrConfigRefused, m)
+}
+
 // mono is the monotonic clock used for deadlines and latencies (the
 // meter's, which the deadlines are compared with).
 func mono() time.Duration { return meter.Now() }

@@ -322,6 +322,9 @@ type attempt struct {
 	unchanged   bool // the stamp is the last attempt's: nothing was loaded
 	p           *Plugin
 	err         error
+	// refused is the current version's load error when p is the last
+	// good version loaded in its stead (fallback).
+	refused error
 }
 
 // load loads path when its stamp changed (an empty stamp: whatever the
@@ -337,16 +340,44 @@ func (m *Manager) load(ctx context.Context, path, stamp string) attempt {
 	}
 	a := attempt{path: path, stamp: stamp}
 	if strings.HasSuffix(path, abi.ManifestSuffix) {
-		a.p, a.err = m.e.load(ctx, path, nil)
+		a.p, a.err = m.e.load(ctx, path, nil, m.cfg.Resolver)
 		if a.err == nil && a.p.src.resolved != nil {
 			// The stamp of what was loaded, which may be newer than the
 			// scan's (the first resolution happens in the load).
 			a.stamp = withRefStamp(a.stamp, a.p.src.resolved.Stamp)
 		}
+		if a.err != nil && (old == nil || old.plugin == nil) {
+			m.fallback(ctx, &a)
+		}
 	} else {
 		a.err = errNoManifest(path)
 	}
 	return a
+}
+
+// fallback loads the last good version of a reference manifest whose
+// current version failed to load while nothing serves from its file (the
+// agent restarted after a change it refuses): that version serves, and the
+// failure stays the file's error. The attempt keeps the failed version's
+// stamp, so a rescan tries it again only once something changed.
+func (m *Manager) fallback(ctx context.Context, a *attempt) {
+	m.mu.RLock()
+	ref := m.refs[a.path]
+	m.mu.RUnlock()
+	if !ref || m.cfg.Resolver == nil {
+		return
+	}
+	res, ok := m.cfg.Resolver.Fallback(ctx, a.path)
+	if !ok {
+		return
+	}
+	p, err := m.e.load(ctx, a.path, nil, fixed{Resolver: m.cfg.Resolver, res: res})
+	if err != nil {
+		m.cfg.Logger.Error("plugin's last good version failed to load too", "file", a.path,
+			"image", res.Image, "digest", res.Digest, "error", err)
+		return
+	}
+	a.p, a.refused, a.err = p, a.err, nil
 }
 
 // loadAll loads paths (their stamps in stamps), at most m.loaders at once;
@@ -387,6 +418,9 @@ func (m *Manager) install(ctx context.Context, a attempt) bool {
 			err = fmt.Errorf("plugin %q: %w by %s", p.Name(), errNameUsed, other)
 		}
 	}
+	if err == nil && p.src.resolved != nil && m.cfg.Resolver != nil {
+		m.cfg.Resolver.Loaded(path, *p.src.resolved)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.entries[path]
@@ -407,7 +441,7 @@ func (m *Manager) install(ctx context.Context, a attempt) bool {
 		return false
 	}
 	prev := e.plugin
-	e.plugin, e.err, e.loadedAt = p, nil, time.Now()
+	e.plugin, e.err, e.loadedAt = p, a.refused, time.Now()
 	if prev != nil && prev.Name() == p.Name() && prev.Manifest().Version == p.Manifest().Version {
 		// The same version again (a re-copied file, another build under
 		// the same version): its figures go on rather than restart.
@@ -416,6 +450,10 @@ func (m *Manager) install(ctx context.Context, a attempt) bool {
 	var from []any // where a reference manifest's plugin came from
 	if r := p.src.resolved; r != nil {
 		from = []any{"image", r.Image, "digest", r.Digest, "verified", r.Verified}
+	}
+	if a.refused != nil {
+		m.cfg.Logger.Error("plugin failed to load; its last good version serves", append([]any{"file", path, "plugin", p.Name(),
+			"version", p.Manifest().Version, "error", a.refused}, from...)...)
 	}
 	if prev != nil {
 		m.cfg.Logger.Info("plugin replaced", append([]any{"file", path, "plugin", p.Name(), "version", p.Manifest().Version,

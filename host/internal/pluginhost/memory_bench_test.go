@@ -62,7 +62,7 @@ func BenchmarkPluginMemory(b *testing.B) {
 			var m Memory
 			for i := 0; i < b.N; i++ {
 				code0, heap0 := execRSS(b), heapInUse()
-				p, err := e.load(ctx, mf, nil)
+				p, err := e.load(ctx, mf, nil, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -59,6 +59,9 @@ var (
 	ErrPluginFailed = errors.New("plugin reported an error")
 	// ErrClosed: the plugin was closed (unloaded or replaced).
 	ErrClosed = errors.New("plugin closed")
+	// ErrConfigRefused: the module's wasmlet_check_config export refused
+	// the config it would run with; the error carries its message.
+	ErrConfigRefused = errors.New("config refused by the plugin")
 )
 
 // Defaults used when a Config field is zero.
@@ -215,7 +218,7 @@ func Load(ctx context.Context, lc LoadConfig) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := e.load(ctx, lc.Path, lc.PluginConfig)
+	p, err := e.load(ctx, lc.Path, lc.PluginConfig, e.cfg.Resolver)
 	if err != nil {
 		e.close(ctx)
 		return nil, err

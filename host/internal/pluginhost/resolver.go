@@ -27,7 +27,28 @@ type Resolver interface {
 	// Status reports the latest resolution of the reference manifest at
 	// path, which may be newer than the version serving.
 	Status(path string) ResolveStatus
+	// Loaded is called when the plugin res describes, of the reference
+	// manifest at path, loaded and serves: it is now the last good version
+	// of path, which Fallback returns. A version that resolved but did not
+	// load (its config refused, its module failing) never becomes it.
+	Loaded(path string, res Resolved)
+	// Fallback returns the last good version of the reference manifest at
+	// path — the last one that loaded — when it is still kept and is not
+	// what path names now. The Manager loads it when the current version
+	// fails to load and nothing serves from path (an agent restarted after
+	// a change it refuses), so the node enforces what it enforced before.
+	Fallback(ctx context.Context, path string) (Resolved, bool)
 }
+
+// fixed is a Resolver that answers every Resolve with one resolution: how
+// the Manager loads a Fallback.
+type fixed struct {
+	Resolver
+	res Resolved
+}
+
+// Resolve implements Resolver.
+func (f fixed) Resolve(context.Context, string, abi.Manifest) (Resolved, error) { return f.res, nil }
 
 // Resolved is a plugin a Resolver brought.
 type Resolved struct {
@@ -44,6 +65,9 @@ type Resolved struct {
 	Image, Digest string
 	// Verified: the artifact passed verification before it was kept.
 	Verified bool
+	// Ref is the reference manifest this was resolved from: the current
+	// one, or the one of a last good version.
+	Ref abi.Manifest
 }
 
 // ResolveStatus is a reference's latest resolution.

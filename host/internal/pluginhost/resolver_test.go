@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,7 @@ type fakeResolver struct {
 	fail     error             // Resolve's answer while set
 	resolves int
 	watched  map[string]abi.Manifest
+	good     map[string]Resolved // Loaded's, by path: what a last-good file keeps
 }
 
 func (f *fakeResolver) Stamps(refs map[string]abi.Manifest) map[string]string {
@@ -59,7 +61,40 @@ func (f *fakeResolver) Resolve(_ context.Context, path string, ref abi.Manifest)
 	if err := eff.Validate(); err != nil {
 		return Resolved{}, err
 	}
-	return Resolved{Manifest: eff, WasmPath: wasm, Stamp: f.current[ref.Image], Image: ref.Image, Digest: "sha256:" + eff.SHA256, Verified: true}, nil
+	return Resolved{Manifest: eff, WasmPath: wasm, Stamp: f.current[ref.Image], Image: ref.Image, Digest: "sha256:" + eff.SHA256, Verified: true, Ref: ref}, nil
+}
+
+func (f *fakeResolver) Loaded(path string, res Resolved) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.good == nil {
+		f.good = map[string]Resolved{}
+	}
+	f.good[path] = res
+}
+
+func (f *fakeResolver) Fallback(_ context.Context, path string) (Resolved, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g, ok := f.good[path]
+	if !ok || reflect.DeepEqual(g.Ref, f.watched[path]) {
+		return Resolved{}, false
+	}
+	return g, true
+}
+
+// lastGood is the Ref of what Loaded last recorded for path.
+func (f *fakeResolver) lastGood(path string) abi.Manifest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.good[path].Ref
+}
+
+// resolutions is how many times Resolve was called.
+func (f *fakeResolver) resolutions() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.resolves
 }
 
 func (f *fakeResolver) Status(path string) ResolveStatus {
