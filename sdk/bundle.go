@@ -48,6 +48,10 @@ type Policy struct {
 // its own Reads names them, as they do for a plugin of its own; the bundle
 // reads the union of its policies' parts (Reads).
 //
+// A policy whose Admitter is a ConfigChecker has its config checked when the
+// bundle is loaded (CheckConfig), with its own keys likewise; the bundle
+// refuses the config with the first policy's error, prefixed "<policy>: ".
+//
 // A bundle's policies run one at a time: natively, concurrent calls of
 // Admit wait for each other.
 type Bundle struct {
@@ -146,6 +150,38 @@ func (b *Bundle) Admit(req AdmitRequest) (Verdict, error) {
 		}
 	}
 	return Allow(), nil
+}
+
+// CheckConfig runs, in order, the config check of every policy whose
+// Admitter is a ConfigChecker, each with its own config keys (Config as
+// while it admits): the first error, prefixed "<policy>: ", or nil.
+func (b *Bundle) CheckConfig() error {
+	running.mu.Lock()
+	defer running.mu.Unlock()
+	for i := range b.policies {
+		p := &b.policies[i]
+		c, ok := p.Admitter.(ConfigChecker)
+		if !ok {
+			continue
+		}
+		if err := p.check(c); err != nil {
+			return fmt.Errorf("%s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// check runs one policy's config check with its scope set; a panic is its
+// error.
+func (p *bundled) check(c ConfigChecker) (err error) {
+	running.scope.Store(&p.scope)
+	defer func() {
+		running.scope.Store(nil)
+		if r := recover(); r != nil {
+			err = fmt.Errorf("config check panicked: %v", r)
+		}
+	}()
+	return c.CheckConfig()
 }
 
 // admit runs one policy with its scope set; a panic is its error.

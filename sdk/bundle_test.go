@@ -5,6 +5,7 @@ package sdk
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -229,4 +230,103 @@ func TestNewBundle_Invalid(t *testing.T) {
 			NewBundle(tc.policies...)
 		})
 	}
+}
+
+// checker is a bundle policy that allows every pod and checks its config:
+// key must be set, else its error names the key. It records the value it
+// read in *seen.
+type checker struct {
+	key  string
+	seen *[]string
+}
+
+func (checker) Admit(AdmitRequest) (Verdict, error) { return Allow(), nil }
+
+func (c checker) CheckConfig() error {
+	v, ok := Config(c.key)
+	*c.seen = append(*c.seen, PolicyName()+"="+v)
+	if !ok {
+		return errors.New("config " + c.key + " is not set")
+	}
+	return nil
+}
+
+// TestBundle_CheckConfig runs each checking policy's config check with its
+// own keys, in order, and refuses with the first error prefixed with its
+// policy's name; CheckConfig (the export's native runner) answers the same.
+func TestBundle_CheckConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		config  map[string]string
+		wantErr string
+		seen    []string
+	}{
+		{"every policy's key set", map[string]string{"a.allowed": "x", "b.allowed": "y"}, "", []string{"a=x", "b=y"}},
+		{"a bundle-wide default", map[string]string{"allowed": "d", "b.allowed": "y"}, "", []string{"a=d", "b=y"}},
+		{"the second policy's key missing", map[string]string{"a.allowed": "x"}, "b: config allowed is not set", []string{"a=x", "b="}},
+		{"the first policy's key missing", map[string]string{"b.allowed": "y"}, "a: config allowed is not set", []string{"a="}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var seen []string
+			var log []string
+			b := NewBundle(
+				Policy{Name: "a", Admitter: checker{key: "allowed", seen: &seen}},
+				recorder("plain", &log, Allow(), nil, Reads(0), nil),
+				Policy{Name: "b", Admitter: checker{key: "allowed", seen: &seen}},
+			)
+			use(t, b, b.Reads())
+			prev := UseNativeHost(&NativeHost{Config: tt.config})
+			t.Cleanup(func() { UseNativeHost(prev) })
+			err := CheckConfig()
+			if got := fmt.Sprint(err); (tt.wantErr == "" && err != nil) || (tt.wantErr != "" && got != tt.wantErr) {
+				t.Fatalf("CheckConfig() = %v, want %q", err, tt.wantErr)
+			}
+			if !reflect.DeepEqual(seen, tt.seen) {
+				t.Errorf("the checks read %v, want %v (each policy its own keys, in order, none after a refusal)", seen, tt.seen)
+			}
+			if PolicyName() != "" {
+				t.Errorf("PolicyName() = %q after the check, want none running", PolicyName())
+			}
+		})
+	}
+}
+
+// TestCheckConfig covers the native runner on a plugin of its own: nil for
+// a plugin that does not check, its error, and a panic as an error.
+func TestCheckConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		plugin  any
+		wantErr string
+	}{
+		{"no ConfigChecker", admitOnly{}, ""},
+		{"refuses", refusing{err: errors.New("config allowed is not set")}, "config allowed is not set"},
+		{"panics", refusing{panics: true}, "config check panicked: boom"},
+		{"accepts", refusing{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			use(t, tt.plugin)
+			err := CheckConfig()
+			if (tt.wantErr == "") != (err == nil) || (err != nil && err.Error() != tt.wantErr) {
+				t.Fatalf("CheckConfig() = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// refusing is an admission plugin whose config check returns err or panics.
+type refusing struct {
+	err    error
+	panics bool
+}
+
+func (refusing) Admit(AdmitRequest) (Verdict, error) { return Allow(), nil }
+
+func (r refusing) CheckConfig() error {
+	if r.panics {
+		panic("boom")
+	}
+	return r.err
 }

@@ -133,6 +133,22 @@ func exportABIV1() {}
 //go:wasmexport wasmlet_reads
 func exportReads() int32 { return int32(reads()) }
 
+// exportCheckConfig answers 0 when CheckConfig accepts the config, else its
+// error's message as the result.
+//
+//go:wasmexport wasmlet_check_config
+func exportCheckConfig() int64 {
+	err := CheckConfig()
+	if err == nil {
+		return 0
+	}
+	output = []byte(err.Error())
+	if len(output) == 0 {
+		output = []byte("config refused")
+	}
+	return int64(abi.PackResult(uint32(uintptr(bytesPtr(output))), uint32(len(output))))
+}
+
 //go:wasmexport wasmlet_alloc
 func exportAlloc(size int32) int32 {
 	if size < 0 {

@@ -246,11 +246,24 @@ const (
 	KindHook = abi.KindHook
 )
 
+// ConfigChecker is implemented by a plugin that checks its config when it
+// is loaded, rather than failing at every call: CheckConfig reads the config
+// with Config, as a call would, and returns an error saying what is wrong
+// (nil accepts). A registered plugin implementing it gets the
+// wasmlet_check_config export; the host calls it once per loaded version,
+// and a refused config fails the load with the error's message (the
+// previous version serving on). A host older than the export never calls
+// it, so the calls must still cope with a config CheckConfig refuses.
+type ConfigChecker interface {
+	CheckConfig() error
+}
+
 // registered is the plugin value given to Register and what it implements.
 var registered struct {
 	admitter Admitter
 	source   Source
 	hook     Hook
+	checker  ConfigChecker
 	unread   Parts // the parts of a pod left undecoded (Reads); zero decodes all
 }
 
@@ -272,6 +285,7 @@ func Register(p any, opts ...Option) {
 		panic(fmt.Sprintf("sdk.Register: %T implements none of sdk.Admitter, sdk.Source, sdk.Hook", p))
 	}
 	registered.admitter, registered.source, registered.hook = a, s, h
+	registered.checker, _ = p.(ConfigChecker)
 	registered.unread = 0
 	for _, o := range opts {
 		if o.reads {
@@ -415,6 +429,23 @@ func Handle(kind Kind, in []byte) (out []byte) {
 		adj, err := registered.hook.Hook(req)
 		return encodeHookResult(adj, err)
 	}
+}
+
+// CheckConfig runs the registered plugin's config check (ConfigChecker)
+// natively, as the wasmlet_check_config export does: its error, nil when the
+// config is accepted or the plugin does not check it. A panic is an error.
+// Natively the config is the NativeHost's.
+func CheckConfig() (err error) {
+	c := registered.checker
+	if c == nil {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("config check panicked: %v", r)
+		}
+	}()
+	return c.CheckConfig()
 }
 
 // DecodeAdmitRequest decodes an abi.AdmitRequest's JSON, for native tests

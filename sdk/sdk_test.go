@@ -31,7 +31,7 @@ func (admitOnly) Admit(AdmitRequest) (Verdict, error) { return Allow(), nil }
 func use(t *testing.T, p any, opts ...Option) {
 	t.Helper()
 	saved := registered
-	registered.admitter, registered.source, registered.hook = nil, nil, nil
+	registered.admitter, registered.source, registered.hook, registered.checker = nil, nil, nil, nil
 	Register(p, opts...)
 	t.Cleanup(func() { registered = saved })
 }

@@ -13,11 +13,17 @@
 // ("docker.io/library" matches "docker.io/library/nginx:1" but not
 // "docker.io/library2/x"), or, ending in "/", any repository under it. A
 // missing "allowed" is an error (the failure policy decides), not "allow
-// everything".
+// everything"; "*" allows every image.
+//
+// The policy checks its config when it is loaded (sdk.ConfigChecker): a host
+// that knows the check refuses to load it without "allowed", or with an
+// entry that is a URL ("https://ghcr.io") or holds a digest
+// ("nginx@sha256:…"), which would never match what the operator meant.
 package imageallowlist
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/wasmlet/wasmlet/plugins/internal/policy"
@@ -49,6 +55,24 @@ func (admitter) Admit(req sdk.AdmitRequest) (sdk.Verdict, error) {
 		}
 	}
 	return sdk.Allow(), nil
+}
+
+// CheckConfig refuses a config without "allowed", or with an entry that is
+// a URL or holds a digest, naming the entry and what to write instead.
+func (admitter) CheckConfig() error {
+	if _, ok := sdk.Config("allowed"); !ok {
+		return errors.New(`config allowed is not set: list the allowed registries or repository prefixes, e.g. "registry.k8s.io, docker.io/library"`)
+	}
+	for _, a := range policy.List("allowed", "") {
+		if scheme, rest, ok := strings.Cut(a, "://"); ok {
+			return errors.New("config allowed: entry " + strconv.Quote(a) + " is a URL: write the registry or repository prefix without " +
+				scheme + ":// (" + strconv.Quote(rest) + ")")
+		}
+		if strings.Contains(a, "@") {
+			return errors.New("config allowed: entry " + strconv.Quote(a) + " holds a digest: an entry is a registry or repository prefix, which matches every tag and digest under it")
+		}
+	}
+	return nil
 }
 
 // Normalize expands an image reference as Docker does: the default registry

@@ -3,6 +3,7 @@
 package imageallowlist
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/wasmlet/wasmlet/sdk"
@@ -58,5 +59,48 @@ func TestImageAllowlist_Admit(t *testing.T) {
 	_, err := Policy().Admitter.Admit(sdk.AdmitRequest{Pod: sdk.Pod{Spec: sdk.PodSpec{Containers: []sdk.Container{{Name: "c", Image: "nginx"}}}}})
 	if err == nil {
 		t.Fatal("no error without config allowed")
+	}
+}
+
+// TestImageAllowlist_CheckConfig refuses a config without allowed, or with
+// an entry that is a URL or holds a digest, naming the entry; it accepts a
+// list of registries and prefixes, "*" and an empty list (nothing allowed).
+// In the policy bundle the same check runs on its prefixed keys.
+func TestImageAllowlist_CheckConfig(t *testing.T) {
+	tests := []struct {
+		name   string
+		config map[string]string
+		want   string // a part of the error; "" accepts
+	}{
+		{"registries and prefixes", map[string]string{"allowed": "registry.k8s.io, docker.io/library, ghcr.io/acme/, localhost:5000"}, ""},
+		{"everything", map[string]string{"allowed": "*"}, ""},
+		{"nothing", map[string]string{"allowed": ""}, ""},
+		{"not set", map[string]string{"exemptNamespaces": "kube-system"}, "config allowed is not set"},
+		{"a URL", map[string]string{"allowed": "registry.k8s.io, https://ghcr.io/acme"}, `entry "https://ghcr.io/acme" is a URL`},
+		{"a digest", map[string]string{"allowed": "docker.io/library/nginx@sha256:0123"}, `entry "docker.io/library/nginx@sha256:0123" holds a digest`},
+		{"a bundle's own key", map[string]string{"image-allowlist.allowed": "ghcr.io"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prev := sdk.UseNativeHost(&sdk.NativeHost{Config: tt.config})
+			t.Cleanup(func() { sdk.UseNativeHost(prev) })
+			checker, ok := Policy().Admitter.(sdk.ConfigChecker)
+			if !ok {
+				t.Fatal("the policy's Admitter is not an sdk.ConfigChecker")
+			}
+			var err error
+			if strings.HasPrefix(tt.name, "a bundle") {
+				b := sdk.NewBundle(Policy())
+				err = b.CheckConfig()
+			} else {
+				err = checker.CheckConfig()
+			}
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("CheckConfig() = %v, want the config accepted", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("CheckConfig() = %v, want an error containing %q", err, tt.want)
+			}
+		})
 	}
 }
