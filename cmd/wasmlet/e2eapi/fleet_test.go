@@ -42,10 +42,11 @@ var (
 // with kubectl, a WasmletPlugin applied puts a plugin pulled from a private
 // registry on the node, which enforces it; a new image moves the node to
 // the new digest with every privileged pod of the move denied; monitor →
-// enforce changes the verdict; a WasmletPlugin the node cannot verify
-// leaves the previous version enforced and the error in its WasmletNode;
-// with the API server stopped, and after an agent restart without it, the
-// plugin stays enforced; a selector that does not match never loads, until
+// enforce changes the verdict; a WasmletPlugin the node cannot verify, or
+// whose config the plugin refuses, leaves the previous version enforced and
+// the error in its WasmletNode; with the API server stopped, and after an
+// agent restart without it (the refused declaration on disk), the last
+// version that loaded stays enforced; a selector that does not match never loads, until
 // the node's labels come to match it, and it is dropped when they stop
 // matching; kubectl delete takes it off.
 // The node works with its own credentials and the RBAC of deploy/ only,
@@ -224,9 +225,28 @@ func TestFleet(t *testing.T) {
 	deniedWith(pod(false), "ImageNotAllowed")
 	t.Logf("refused version reported: %s", ps.Error)
 
+	// A config the plugin refuses (allowed left out; image-allowlist's
+	// wasmlet_check_config): the previous version and config stay
+	// enforced, the refusal is in the report, naming the plugin.
+	noAllowed := strings.Replace(cfg, "    allowed: registry.example.invalid\n", "", 1)
+	if noAllowed == cfg {
+		t.Fatal("the config has no allowed line to leave out")
+	}
+	const refusal = `plugin "policy": config refused by the plugin: config allowed is not set`
+	apply(wplugin("policy", v2ref, noAllowed))
+	ps = waitEntry("config refusal reported", func(ps pluginsv1.PluginStatus) bool {
+		return strings.Contains(ps.Error, refusal) && ps.ObservedGeneration >= 6
+	})
+	if !ps.Enforced || ps.Digest != d2 {
+		t.Errorf("after a refused config: %+v, want v2 (%s) still enforced", ps, d2)
+	}
+	deniedWith(pod(false), "ImageNotAllowed")
+	t.Logf("refused config reported: %s", ps.Error)
+
 	// The API server goes away: what is enforced stays, and the agent
 	// restarted without it enforces what it last verified (the
-	// materialized reference manifest and the digest cache).
+	// materialized reference manifest and the digest cache) and loaded:
+	// the refused declaration is on disk, its last good version serves.
 	servingV2 := func(what string) {
 		t.Helper()
 		harness.Eventually(t, 2*time.Minute, what, func() (bool, string) {
@@ -246,7 +266,7 @@ func TestFleet(t *testing.T) {
 	// kubectl get shows the report.
 	r := kubectl(t, time.Minute, "", "get", "wasmletnodes", *nodeFlag)
 	t.Logf("kubectl get wasmletnodes:\n%s", r.stdout)
-	for _, want := range []string{"policy", d2, ps.Version, "enforce", v1ref} {
+	for _, want := range []string{"policy", d2, ps.Version, "enforce", refusal} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("kubectl get wasmletnodes lacks %q:\n%s%s", want, r.stdout, r.stderr)
 		}
