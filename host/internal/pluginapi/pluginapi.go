@@ -114,6 +114,17 @@ func New(cfg Config) (*Follower, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plugin api: %w", err)
 	}
+	// A failed list or watch (a cluster without deploy/'s CRDs, RBAC not
+	// applied, the API server away) is logged here rather than only to
+	// klog; the reflector tries again with its back-off (800 ms doubling
+	// to 30 s), and the plugin directory is left as it is meanwhile.
+	err = f.informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		f.cfg.Logger.Warn("WasmletPlugins cannot be listed or watched; trying again with back-off (are deploy/'s CRDs and RBAC applied?)",
+			"resource", pluginsv1.WasmletPlugins.String(), "error", err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("plugin api: %w", err)
+	}
 	return f, nil
 }
 

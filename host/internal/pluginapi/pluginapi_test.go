@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -354,4 +356,62 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestFollower_Run_noCRDs: in a cluster without the CRDs the informer's
+// list fails; the follower logs it, tries again (client-go's back-off) and
+// writes nothing into the directory, and once the resource answers it
+// syncs.
+func TestFollower_Run_noCRDs(t *testing.T) {
+	x := newFixture(t)
+	var logs syncBuffer
+	x.f.cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
+	var mu sync.Mutex
+	lists, missing := 0, true
+	x.client.PrependReactor("list", "wasmletplugins", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		lists++
+		if missing {
+			return true, nil, apierrors.NewNotFound(pluginsv1.WasmletPlugins.GroupResource(), "")
+		}
+		return false, nil, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- x.f.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	waitFor(t, "two failed lists", func() bool { mu.Lock(); defer mu.Unlock(); return lists >= 2 })
+	if got := logs.String(); !strings.Contains(got, "WasmletPlugins cannot be listed or watched") || !strings.Contains(got, "not found") {
+		t.Fatalf("log after failed lists:\n%s\nwant the list error named", got)
+	}
+	if x.f.informer.HasSynced() {
+		t.Fatal("the informer synced while the resource was missing")
+	}
+	if ents, _ := os.ReadDir(x.dir); len(ents) != 0 {
+		t.Fatalf("the directory holds %d files while nothing was listed", len(ents))
+	}
+	mu.Lock()
+	missing = false
+	mu.Unlock()
+	waitFor(t, "the informer to sync once the resource answers", func() bool { return x.f.informer.HasSynced() })
 }
