@@ -48,6 +48,9 @@ var (
 	ErrPluginFailed = pluginhost.ErrPluginFailed
 	// ErrClosed: the plugin was closed.
 	ErrClosed = pluginhost.ErrClosed
+	// ErrConfigRefused: the module's wasmlet_check_config export refused
+	// the config it would run with; the error carries its message.
+	ErrConfigRefused = pluginhost.ErrConfigRefused
 )
 
 // DeadlineMode selects how a call's deadline is enforced inside guest code:
