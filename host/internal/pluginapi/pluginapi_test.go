@@ -23,6 +23,7 @@ import (
 	"github.com/wasmlet/wasmlet/abi"
 	pluginsv1 "github.com/wasmlet/wasmlet/host/apis/plugins/v1alpha1"
 	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
+	"github.com/wasmlet/wasmlet/internal/syncbuf"
 )
 
 func newClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
@@ -358,31 +359,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestFollower_Run_noCRDs: in a cluster without the CRDs the informer's
 // list fails; the follower logs it, tries again (client-go's back-off) and
 // writes nothing into the directory, and once the resource answers it
 // syncs.
 func TestFollower_Run_noCRDs(t *testing.T) {
 	x := newFixture(t)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	x.f.cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})
 	var mu sync.Mutex
 	lists, missing := 0, true
