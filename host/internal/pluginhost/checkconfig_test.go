@@ -15,7 +15,8 @@ import (
 // config the module accepts loads, a refused one fails naming the plugin
 // and carrying the module's message (at most abi.CheckConfigMessageMax
 // bytes of it), an out-of-bounds message is a bad result, and a module
-// without the export is never asked.
+// without the export is never asked; an Extism module's export answers
+// with its output.
 func TestLoad_CheckConfig(t *testing.T) {
 	long := strings.Repeat("x", 3000)
 	tests := []struct {
@@ -34,6 +35,9 @@ func TestLoad_CheckConfig(t *testing.T) {
 			`plugin "checkconfig": config refused by the plugin: (no message)`},
 		{"message out of bounds", "testdata/wat/checkconfig.wasm", map[string]string{"oob": "1"}, ErrBadResult, ""},
 		{"no export: never asked", "testdata/wat/ok.wasm", map[string]string{"refuse": "never read"}, nil, ""},
+		{"extism accepted", "testdata/wat/extismcheck.wasm", map[string]string{"allowed": "a"}, nil, ""},
+		{"extism refused", "testdata/wat/extismcheck.wasm", map[string]string{"refuse": "allowed is not set"}, ErrConfigRefused,
+			`plugin "extismcheck": config refused by the plugin: allowed is not set`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,7 +56,7 @@ func TestLoad_CheckConfig(t *testing.T) {
 				p.Close(context.Background())
 				t.Fatalf("Load succeeded, want %v", tt.sentinel)
 			}
-			if !errors.Is(err, tt.sentinel) || !strings.Contains(err.Error(), `plugin "checkconfig"`) {
+			if !errors.Is(err, tt.sentinel) || !strings.Contains(err.Error(), `plugin "`+strings.TrimSuffix(filepath.Base(tt.wasm), ".wasm")+`"`) {
 				t.Fatalf("Load: %v, want %v naming the plugin", err, tt.sentinel)
 			}
 			if tt.want != "" && err.Error() != tt.want {

@@ -87,6 +87,10 @@ func (e *engine) loadExtism(ctx context.Context, src *source, overrides map[stri
 			return nil, pluginError(name, ErrMissingExport, "manifest declares kind %s but %s does not export %s", k, src.wasmPath, abi.ExportForKind(k))
 		}
 	}
+	f, checks := exports[abi.ExportCheckConfig]
+	if checks && (len(f.ParamTypes()) != 0 || len(f.ResultTypes()) > 1) {
+		return nil, pluginError(name, ErrMissingExport, "%s: Extism export %s must take no parameters", src.wasmPath, abi.ExportCheckConfig)
+	}
 	if err := p.init(); err != nil {
 		return nil, err
 	}
@@ -132,6 +136,13 @@ func (e *engine) loadExtism(ctx context.Context, src *source, overrides map[stri
 	if err != nil {
 		p.Close(ctx)
 		return nil, err
+	}
+	if checks {
+		if err := x.checkConfig(ctx, inst); err != nil {
+			x.pool.put(inst, false)
+			p.Close(ctx)
+			return nil, err
+		}
 	}
 	x.pool.put(inst, true)
 	p.stats.touch(mono())
@@ -220,8 +231,36 @@ func (x *extismPlugin) call(ctx context.Context, k abi.Kind, input []byte, resp 
 	return out, err
 }
 
+// checkConfig calls the module's wasmlet_check_config in Extism's
+// convention (ABI v1 §2.5 and §7): no input, an empty output accepts the
+// config, an output is the refusal's message; error_set, a trap or the
+// deadline fail the load as such.
+func (x *extismPlugin) checkConfig(ctx context.Context, inst *extismInstance) error {
+	inst.out.reset()
+	inst.Reset()
+	if x.p.deadline == DeadlineMeter {
+		inst.Arm(ctx, mono()+x.p.timeout)
+		ctx = context.WithValue(ctx, callKey{}, inst)
+	}
+	out, err := x.invokeExport(ctx, inst, abi.ExportCheckConfig, nil)
+	inst.Disarm()
+	if err != nil {
+		return err
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return refused(x.p.manifest.Name, out)
+}
+
 func (x *extismPlugin) invoke(ctx context.Context, inst *extismInstance, k abi.Kind, input []byte) ([]byte, error) {
-	name, export := x.p.manifest.Name, abi.ExportForKind(k)
+	return x.invokeExport(ctx, inst, abi.ExportForKind(k), input)
+}
+
+// invokeExport calls one export in Extism's convention and classifies its
+// failure.
+func (x *extismPlugin) invokeExport(ctx context.Context, inst *extismInstance, export string, input []byte) ([]byte, error) {
+	name := x.p.manifest.Name
 	rc, out, err := inst.x.CallWithContext(ctx, export, input)
 	var exit *sys.ExitError
 	switch {
