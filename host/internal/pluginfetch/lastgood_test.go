@@ -3,10 +3,14 @@ package pluginfetch
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wasmlet/wasmlet/abi"
+	"github.com/wasmlet/wasmlet/host/internal/pluginhost"
 	"github.com/wasmlet/wasmlet/host/internal/pluginoci"
 )
 
@@ -117,5 +121,63 @@ func TestFetcher_Loaded(t *testing.T) {
 	f3.Stamps(map[string]abi.Manifest{path: good})
 	if got, ok := f3.Fallback(ctx, path); ok {
 		t.Fatalf("Fallback to the reference manifest that is current = %+v, want none", got)
+	}
+}
+
+// TestFetcher_Manager_lastLoaded: through the plugin host's Manager, a
+// reference manifest whose config the plugin refuses leaves the previous
+// version serving; after a restart (a new Fetcher on the same cache, a new
+// Manager) with that manifest on disk, the version that loaded before
+// serves from the last-good file, with its config, and the refusal is the
+// file's error.
+func TestFetcher_Manager_lastLoaded(t *testing.T) {
+	ctx := context.Background()
+	reg := newRegistry(t)
+	image := reg.host + "/policies/policy:v1"
+	d := push(t, image, "../pluginhost/testdata/wat/checkconfig.wasm", "1.0.0", "")
+	dir, cacheDir, compiled := t.TempDir(), t.TempDir(), t.TempDir()
+	start := func() (*Fetcher, *pluginhost.Manager) {
+		f, _ := newFetcher(t, Config{Dir: cacheDir, Client: newClient(t, pluginoci.Limits{}), Verifier: &fakeVerifier{}})
+		m, err := pluginhost.NewManager(pluginhost.Config{Dir: dir, Resolver: f, CacheDir: compiled, Rescan: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close(ctx) })
+		return f, m
+	}
+	serving := func(m *pluginhost.Manager) pluginhost.Info {
+		for _, in := range m.Plugins() {
+			if in.Name == "policy" {
+				return in
+			}
+		}
+		return pluginhost.Info{}
+	}
+	const refusal = `plugin "policy": config refused by the plugin: allowed is not set`
+
+	writeRef(t, dir, image, "config: {allowed: a}\n")
+	_, m := start()
+	m.Scan(ctx)
+	if in := serving(m); in.State != pluginhost.StateLoaded || in.Digest != d.String() || in.Error != "" {
+		t.Fatalf("first load: %+v", in)
+	}
+	writeRef(t, dir, image, "config: {refuse: allowed is not set}\n")
+	m.Scan(ctx)
+	if in := serving(m); in.State != pluginhost.StateLoaded || m.Get("policy").Manifest().Config["allowed"] != "a" || !strings.Contains(in.Error, refusal) {
+		t.Fatalf("after a refused config: %+v, want the first config serving and the refusal", in)
+	}
+	b, err := os.ReadFile(filepath.Join(cacheDir, lastGoodFile))
+	if err != nil || strings.Contains(string(b), "refuse") || !strings.Contains(string(b), d.String()) {
+		t.Fatalf("%s = %s, %v; want the loaded version only", lastGoodFile, b, err)
+	}
+
+	// The agent restarts with the refused manifest on disk.
+	m.Close(ctx)
+	_, m2 := start()
+	m2.Scan(ctx)
+	in := serving(m2)
+	p := m2.Get("policy")
+	if in.State != pluginhost.StateLoaded || in.Digest != d.String() || !strings.Contains(in.Error, refusal) || p == nil || p.Manifest().Config["allowed"] != "a" {
+		t.Fatalf("after a restart: %+v, want %s serving with the config that loaded and the refusal as the error", in, d)
 	}
 }
