@@ -303,14 +303,7 @@ func TestFetcher_Manager(t *testing.T) {
 	go func() { m.Run(runCtx); close(done) }()
 	t.Cleanup(func() { stop(); <-done })
 
-	serving := func() pluginhost.Info {
-		for _, in := range m.Plugins() {
-			if in.Name == "policy" {
-				return in
-			}
-		}
-		return pluginhost.Info{}
-	}
+	serving := func() pluginhost.Info { return servingInfo(m, "policy") }
 	eventually(t, "v1 serving", func() bool { return serving().Digest == d1.String() })
 
 	// Watch that a plugin named policy serves at every moment from here.
@@ -359,4 +352,14 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// servingInfo is the Manager's Info of plugin name, zero when it has none.
+func servingInfo(m *pluginhost.Manager, name string) pluginhost.Info {
+	for _, in := range m.Plugins() {
+		if in.Name == name {
+			return in
+		}
+	}
+	return pluginhost.Info{}
 }

@@ -145,14 +145,7 @@ func TestFetcher_Manager_lastLoaded(t *testing.T) {
 		t.Cleanup(func() { m.Close(ctx) })
 		return f, m
 	}
-	serving := func(m *pluginhost.Manager) pluginhost.Info {
-		for _, in := range m.Plugins() {
-			if in.Name == "policy" {
-				return in
-			}
-		}
-		return pluginhost.Info{}
-	}
+	serving := func(m *pluginhost.Manager) pluginhost.Info { return servingInfo(m, "policy") }
 	const refusal = `plugin "policy": config refused by the plugin: allowed is not set`
 
 	writeRef(t, dir, image, "config: {allowed: a}\n")
