@@ -23,8 +23,10 @@
 #
 # Before the runtimes it starts the private registry (hack/registry/up.sh)
 # and builds the plugins no-privileged and image-allowlist, for TestFleet
-# (WasmletPlugins from deploy/, pulled by the node from the registry);
-# E2E_REGISTRY=0 leaves both out and TestFleet skips.
+# (WasmletPlugins from deploy/, pulled by the node from the registry) and
+# TestImagePullSecrets (a private testbox pulled with the API server's
+# Secrets; both runtimes trust the registry's CA); E2E_REGISTRY=0 leaves
+# both out and those tests skip.
 #
 # Environment: E2E_RUNTIMES (default "embedded containerd"), E2E_RUN (a -run
 # pattern), E2E_TIMEOUT (default 20m), KEEP_BASE=1 keeps logs; the control
@@ -70,13 +72,17 @@ if [ "${E2E_REGISTRY:-1}" != 0 ]; then
   if hack/registry/up.sh "$base/registry" >/dev/null; then
     fleet_args=(-registry-env "$base/registry/env" -plugins "$repo/$plugins" -deploy "$repo/deploy")
     [[ $plugins = /* ]] && fleet_args[3]=$plugins
+    # containerd and the embedded runtime trust the registry's CA
+    # (TestImagePullSecrets pulls a private image from it).
+    export REGISTRY_ENV=$base/registry/env
   else
     status=1
   fi
 fi
 
-suite() { # RUNTIME ENDPOINT
+suite() { # RUNTIME ENDPOINT [SUITE FLAGS...]
   local rt=$1 ep=$2 cl=$base/cluster-$1
+  shift 2
   local controllers=serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller
   local apiflags="" kcmflags=""
   if [[ $rt == containerd ]]; then
@@ -97,7 +103,7 @@ suite() { # RUNTIME ENDPOINT
   (cd cmd/wasmlet/e2eapi && "$out/bin/e2eapi.test" -test.v -test.count=1 -test.timeout "${E2E_TIMEOUT:-20m}" \
     ${E2E_RUN:+-test.run "$E2E_RUN"} -runtime "$rt" -endpoint "$ep" -wasmlet "$repo/bin/wasmlet" \
     -cluster "$cl" -hack "$repo/hack" -base "$base/$rt" -node "$node" -kubectl "$kubectl" \
-    ${fleet_args[@]+"${fleet_args[@]}"}) || status=1
+    ${fleet_args[@]+"${fleet_args[@]}"} "$@") || status=1
   hack/apiserver/cluster.sh down "$cl"
 }
 
@@ -106,7 +112,7 @@ for rt in $runtimes; do
   embedded)
     wasm=$(e2e_testbox_wasm)
     e2e_runtime_up embedded "$wasm" || { status=1; continue; }
-    suite embedded "$ep"
+    suite embedded "$ep" -wasm "$wasm"
     e2e_runtime_down embedded
     ;;
   containerd)

@@ -3,9 +3,6 @@
 package e2e
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,18 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	ggcrv1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
 )
 
 // TestImageCredentials pushes testbox to a private registry (TLS with its
@@ -45,7 +35,9 @@ func TestImageCredentials(t *testing.T) {
 	t.Cleanup(func() { cleanRuntime(t) })
 	repo := env["REGISTRY"] + "/private-" + flags.Runtime
 	secretRef, providedRef := repo+"/secret:1.0", repo+"/provided:1.0"
-	pushTestbox(t, env, secretRef, providedRef)
+	tb := harness.Testbox{Env: env, Runtime: flags.Runtime, Wasm: *wasmFlag,
+		Tarball: filepath.Join(flags.Hack, "..", "build", "e2e", "images", "testbox.tar")}
+	tb.Push(t, secretRef, providedRef)
 
 	a := newAgent(t, "image-creds", flags.Endpoint)
 	objects := filepath.Join(a.Dir, "objects")
@@ -153,48 +145,5 @@ func writeYAML(t *testing.T, file string, obj any) {
 	}
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// pushTestbox pushes testbox to each ref with the registry's credentials:
-// the image tarball hack/e2e.sh built for containerd, testbox.wasm as a
-// Wasm OCI artifact (config application/vnd.wasm.config.v0+json, the module
-// one layer of type application/wasm) for the embedded runtime.
-func pushTestbox(t *testing.T, env map[string]string, refs ...string) {
-	t.Helper()
-	var img ggcrv1.Image
-	var err error
-	if flags.Runtime == "embedded" {
-		mod, rerr := os.ReadFile(*wasmFlag)
-		if rerr != nil {
-			t.Fatalf("-wasm: %v", rerr)
-		}
-		img, err = mutate.AppendLayers(empty.Image, static.NewLayer(mod, "application/wasm"))
-		if err == nil {
-			img = mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), "application/vnd.wasm.config.v0+json")
-		}
-	} else {
-		img, err = tarball.ImageFromPath(filepath.Join(flags.Hack, "..", "build", "e2e", "images", "testbox.tar"), nil)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	pem, err := os.ReadFile(env["REGISTRY_CA"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
-	auth := &authn.Basic{Username: env["REGISTRY_USER"], Password: env["REGISTRY_PASSWORD"]}
-	for _, ref := range refs {
-		r, err := name.ParseReference(ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := remote.Write(r, img, remote.WithAuth(auth), remote.WithTransport(tr)); err != nil {
-			t.Fatalf("push %s: %v", ref, err)
-		}
 	}
 }
