@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 
@@ -306,6 +307,11 @@ func (s *Syncer) terminate(ctx context.Context, p *v1.Pod, grace time.Duration, 
 	if failure != nil {
 		st := s.generate(p, rs, s.previous(p.UID))
 		st.Phase, st.Reason, st.Message = v1.PodFailed, failure.Reason, failure.Message
+		if c := failure.Condition; c != nil {
+			cond := *c
+			cond.LastTransitionTime = metav1.Now()
+			st.Conditions = append(st.Conditions, cond)
+		}
 		s.cfg.Statuses.SetPodStatus(p, st)
 	}
 	if rs.Running() {
