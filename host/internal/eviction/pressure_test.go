@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,10 +22,13 @@ import (
 
 // signals is a settable Signals.
 type signals struct {
+	mu  sync.Mutex
 	obs Observations
 }
 
 func (s *signals) Observe(context.Context) (Observations, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	out := Observations{Signals: map[Signal]Observation{}, DedicatedImageFs: s.obs.DedicatedImageFs}
 	for k, v := range s.obs.Signals {
 		out.Signals[k] = v
@@ -33,6 +37,8 @@ func (s *signals) Observe(context.Context) (Observations, error) {
 }
 
 func (s *signals) set(sig Signal, available, capacity int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.obs.Signals == nil {
 		s.obs.Signals = map[Signal]Observation{}
 	}
@@ -360,4 +366,58 @@ func TestRankMemory(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("rank %v, want %v", got, want)
 	}
+}
+
+// notifier is a MemoryNotifier whose crossings the test fires.
+type notifier struct {
+	set     chan uint64
+	crossed chan func()
+}
+
+func (n *notifier) Set(b uint64) error {
+	select {
+	case n.set <- b:
+	default:
+	}
+	return nil
+}
+
+func (n *notifier) Run(ctx context.Context, crossed func()) {
+	select {
+	case n.crossed <- crossed:
+	case <-ctx.Done():
+	}
+	<-ctx.Done()
+}
+
+// TestManager_Run_memoryNotifier: the notifier is armed at the usage
+// where memory.available meets the threshold (capacity less threshold
+// plus the inactive page cache), and a crossing starts a pass at once,
+// not at the next period.
+func TestManager_Run_memoryNotifier(t *testing.T) {
+	x := newPressureFixture(t, ThresholdConfig{Hard: map[string]string{"memory.available": "1Gi"}}, time.Minute)
+	n := &notifier{set: make(chan uint64, 1), crossed: make(chan func(), 1)}
+	x.m.cfg.Notifier = n
+	x.m.cfg.MemoryUsage = func() (uint64, uint64, uint64, error) { return 8 << 30, 5 << 30, 4 << 30, nil }
+	x.m.cfg.Period = time.Hour
+	x.sig.set(SignalMemoryAvailable, 4<<30, 8<<30)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); x.m.Run(ctx) }()
+	if got := <-n.set; got != 8<<30-1<<30+1<<30 {
+		t.Errorf("armed at %d, want capacity - threshold + inactive = %d", got, uint64(8<<30-1<<30+1<<30))
+	}
+	crossed := <-n.crossed
+	x.sig.set(SignalMemoryAvailable, 512<<20, 8<<30) // not read until a pass
+	crossed()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(x.m.Conditions()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no pass within 10 s of the crossing (the period is an hour)")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
 }
