@@ -150,6 +150,8 @@ type Config struct {
 	Events Recorder
 	// NodeEvent records an event on the Node; nil records none.
 	NodeEvent func(eventType, reason, message string)
+	// NodeName names the node in the events of its pressure conditions.
+	NodeName string
 	// Thresholds are the node-pressure thresholds (ParseThresholds); with
 	// none only local-storage limits are enforced.
 	Thresholds []Threshold

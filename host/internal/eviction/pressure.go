@@ -79,6 +79,7 @@ func (m *Manager) observe(ctx context.Context) ([]Threshold, Observations, bool)
 	}
 	if !slices.Equal(conds, m.p.conditions) {
 		m.log.Info("eviction: node pressure conditions changed", "from", m.p.conditions, "to", conds)
+		m.recordTransitions(m.p.conditions, conds)
 	}
 	var act []Threshold
 	for _, t := range ts {
@@ -88,6 +89,30 @@ func (m *Manager) observe(ctx context.Context) ([]Threshold, Observations, bool)
 	}
 	m.p.met, m.p.firstObserved, m.p.conditions = act, first, conds
 	return act, obs, true
+}
+
+// transitionReasons are the kubelet's Node events of a pressure condition
+// turning True and turning False.
+var transitionReasons = map[v1.NodeConditionType][2]string{
+	v1.NodeMemoryPressure: {"NodeHasInsufficientMemory", "NodeHasSufficientMemory"},
+	v1.NodeDiskPressure:   {"NodeHasDiskPressure", "NodeHasNoDiskPressure"},
+	v1.NodePIDPressure:    {"NodeHasInsufficientPID", "NodeHasSufficientPID"},
+}
+
+// recordTransitions records a Normal event on the Node for each pressure
+// condition that turned, with the kubelet's reason and message.
+func (m *Manager) recordTransitions(from, to []v1.NodeConditionType) {
+	for _, c := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
+		was, is := slices.Contains(from, c), slices.Contains(to, c)
+		if was == is {
+			continue
+		}
+		reason := transitionReasons[c][1]
+		if is {
+			reason = transitionReasons[c][0]
+		}
+		m.cfg.NodeEvent(v1.EventTypeNormal, reason, fmt.Sprintf("Node %s status is now: %s", m.cfg.NodeName, reason))
+	}
 }
 
 // Conditions are the node's pressure conditions that are True now, in

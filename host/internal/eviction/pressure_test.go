@@ -126,7 +126,7 @@ func newPressureFixture(t *testing.T, tc ThresholdConfig, transition time.Durati
 			Containers: func(context.Context) error { x.reclaims = append(x.reclaims, "containers"); return nil },
 			Images:     func(context.Context) (int64, error) { x.reclaims = append(x.reclaims, "images"); return 0, nil },
 		},
-		Now: func() time.Time { return x.now },
+		Now: func() time.Time { return x.now }, NodeName: "n1",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestManager_synchronize_memoryPressure(t *testing.T) {
 		u.Failure.Condition == nil || u.Failure.Condition.Type != v1.DisruptionTarget || u.Failure.Condition.Reason != v1.PodReasonTerminationByKubelet {
 		t.Errorf("update %+v failure %+v, want grace 1, message %q and a DisruptionTarget condition", u, u.Failure, wantMsg)
 	}
-	if !slices.Equal(x.node, []string{"Warning EvictionThresholdMet: Attempting to reclaim memory"}) {
+	if !slices.Equal(x.node, []string{"Normal NodeHasInsufficientMemory: Node n1 status is now: NodeHasInsufficientMemory", "Warning EvictionThresholdMet: Attempting to reclaim memory"}) {
 		t.Errorf("node events %q", x.node)
 	}
 	if len(x.reclaims) != 0 {
@@ -229,6 +229,9 @@ func TestManager_synchronize_memoryPressure(t *testing.T) {
 	x.m.synchronize(context.Background())
 	if c := x.m.Conditions(); len(c) != 0 {
 		t.Errorf("conditions %v after the transition period, want none", c)
+	}
+	if last := x.node[len(x.node)-1]; last != "Normal NodeHasSufficientMemory: Node n1 status is now: NodeHasSufficientMemory" {
+		t.Errorf("last node event %q, want NodeHasSufficientMemory", last)
 	}
 }
 
