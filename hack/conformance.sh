@@ -316,10 +316,13 @@ run_node() {
 	step "$node: cluster and containerd up"
 	case $node in
 	wasmlet)
+		# The hard eviction thresholds the kubelet gets here
+		# (hack/kubeletconfig/kubelet.yaml): a full test disk is no DiskPressure.
 		"$repo/bin/wasmlet" run --node-name "$nodename" --kubeconfig "$kc" --container-runtime-endpoint "$ep" \
 			--root-dir "$root" --pod-logs-dir "$logs" --read-only-port "$read_only_port" \
 			--port "$kubelet_port" --client-ca-file "$d/cp/pki/ca.crt" --cluster-domain cluster.local \
-			--pod-manifest-path "$d/manifests" >"$d/node.log" 2>&1 &
+			--pod-manifest-path "$d/manifests" \
+			--eviction-hard 'memory.available<1Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%' >"$d/node.log" 2>&1 &
 		;;
 	kubelet)
 		# As wasmlet: the node suite reads /stats/summary from the read-only

@@ -79,11 +79,13 @@ type Agent struct {
 	built      atomic.Bool
 	connectErr atomic.Pointer[string]
 	// Built by Run once the runtime answers.
-	rt     *runtime.Manager
-	pleg   *pleg.PLEG
-	probes *prober.Manager
-	loop   *syncloop.Loop
-	stats  *stats.Provider // the stats summary: kubelet API and eviction
+	rt        *runtime.Manager
+	pleg      *pleg.PLEG
+	probes    *prober.Manager
+	loop      *syncloop.Loop
+	stats     *stats.Provider // the stats summary: kubelet API and eviction
+	images    *imagegc.Manager
+	evictions *eviction.Manager // node-pressure and local-storage eviction; an admitter too
 }
 
 // New checks cfg, fills in defaults and builds the agent's parts that need
@@ -238,13 +240,6 @@ func (a *Agent) Run(ctx context.Context) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	spawn("pod-resources API", resources.Run)
-	evictions, err := eviction.New(eviction.Config{
-		Stats: a.stats, Pods: a.pods, Statuses: a.statuses, Workers: workers, Events: a.cluster,
-		Logger: a.log.Named("eviction"), Registerer: a.reg,
-	})
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
 	maxSize, err := resource.ParseQuantity(a.cfg.ContainerLogMaxSize) // checked by New
 	if err != nil {
 		return fmt.Errorf("agent: containerLogMaxSize: %w", err)
@@ -273,7 +268,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	if a.cluster != nil {
 		a.cluster.Start(cluster.StartConfig{
-			Node: a.node.Load(), Ready: a.nodeReady, RuntimeHandlers: a.runtimeHandlers, Pods: a.pods, Statuses: a.statuses,
+			Node: a.node.Load(), Ready: a.nodeReady, Pressure: a.evictions.Conditions, RuntimeHandlers: a.runtimeHandlers, Pods: a.pods, Statuses: a.statuses,
 			ExtendedResources:     a.devices.Resources,
 			SourcesSeen:           a.podConfig.SeenAllSources,
 			Terminating:           workers.TerminatingPods,
@@ -283,25 +278,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		}, spawn)
 		defer a.cluster.Stop()
 	}
-	images, err := imagegc.New(imagegc.Config{
-		Images: a.rt.ImageService(), Containers: a.rt.RuntimeService(), Period: a.cfg.ImageGCPeriod.Duration,
-		Policy: imagegc.Policy{
-			HighThresholdPercent: int(*a.cfg.ImageGCHighThresholdPercent), LowThresholdPercent: int(*a.cfg.ImageGCLowThresholdPercent),
-			MinAge: a.cfg.ImageMinimumGCAge.Duration, MaxAge: a.cfg.ImageMaximumGCAge.Duration,
-		},
-		Event: a.cluster.NodeEvent, Logger: a.log.Named("imagegc"), Registerer: a.reg,
-	})
-	if err != nil {
-		return fmt.Errorf("agent: %w", err)
-	}
-	spawn("image garbage collection", images.Run)
+	spawn("image garbage collection", a.images.Run)
 	a.plugins.start(spawn)
 	for _, run := range a.data.run {
 		spawn("pod data", run)
 	}
 	spawn("pleg", a.pleg.Run)
 	spawn("container log rotation", rot.Run)
-	spawn("eviction", evictions.Run)
+	spawn("eviction", a.evictions.Run)
 	spawn("pod config", func(ctx context.Context) error { a.podConfig.Run(ctx); return nil })
 	defer workers.Stop()
 	defer a.probes.Stop()
@@ -455,7 +439,21 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 		Pods: a.pods, Workers: workers, Runtime: a.rt, Statuses: a.statuses,
 		Forget: records.Forget, BackOff: backOff, Logger: a.log, GCPeriod: a.cfg.ContainerGCPeriod.Duration,
 	})
-	admit, err := admission.New(admission.Config{Admitters: append(append(admission.Builtins(a.cfg.MaxPods), a.plugins.admitters()...), a.devices), Logger: a.log.Named("admission"), Registerer: a.reg})
+	if a.images, err = imagegc.New(imagegc.Config{
+		Images: a.rt.ImageService(), Containers: a.rt.RuntimeService(), Period: a.cfg.ImageGCPeriod.Duration,
+		Policy: imagegc.Policy{
+			HighThresholdPercent: int(*a.cfg.ImageGCHighThresholdPercent), LowThresholdPercent: int(*a.cfg.ImageGCLowThresholdPercent),
+			MinAge: a.cfg.ImageMinimumGCAge.Duration, MaxAge: a.cfg.ImageMaximumGCAge.Duration,
+		},
+		Event: a.cluster.NodeEvent, Logger: a.log.Named("imagegc"), Registerer: a.reg,
+	}); err != nil {
+		return nil, nil, fmt.Errorf("agent: %w", err)
+	}
+	if a.evictions, err = a.newEviction(workers, cleaner); err != nil {
+		return nil, nil, err
+	}
+	admitters := append(append(admission.Builtins(a.cfg.MaxPods), a.plugins.admitters()...), a.devices, a.evictions)
+	admit, err := admission.New(admission.Config{Admitters: admitters, Logger: a.log.Named("admission"), Registerer: a.reg})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)
 	}

@@ -75,10 +75,10 @@ func newAgent(t testing.TB) *agent {
 }
 
 // start runs the agent with the node's kubeconfig against the runtime under
-// test and waits until /healthz answers 200.
-func (a *agent) start(t testing.TB) {
+// test, and the extra flags, and waits until /healthz answers 200.
+func (a *agent) start(t testing.TB, extra ...string) {
 	t.Helper()
-	a.Start(t, "--node-name", *nodeFlag,
+	args := []string{"--node-name", *nodeFlag,
 		"--kubeconfig", filepath.Join(*clusterFlag, "node-"+*nodeFlag+".kubeconfig"),
 		"--port", strconv.Itoa(a.apiPort), "--client-ca-file", filepath.Join(*clusterFlag, "pki", "ca.crt"),
 		"--container-runtime-endpoint", flags.Endpoint, "--log-level", "debug",
@@ -86,7 +86,8 @@ func (a *agent) start(t testing.TB) {
 		// rotate within seconds, large enough for every other case's logs.
 		"--container-log-max-size", "64Ki", "--container-log-max-files", "3",
 		// Volume walks reused for 10 s, not a minute: evictions come sooner.
-		"--volume-stats-agg-period", "10s")
+		"--volume-stats-agg-period", "10s"}
+	a.Start(t, append(args, extra...)...)
 }
 
 // localPods is the agent's own /pods.

@@ -90,7 +90,7 @@ func New(cfg Config) (*Reservation, error) {
 		return nil, err
 	}
 	for _, s := range slices.Sorted(maps.Keys(cfg.EvictionHard)) {
-		t, err := parseThreshold(Signal(s), cfg.EvictionHard[s])
+		t, err := ParseThreshold(Signal(s), cfg.EvictionHard[s])
 		if err != nil {
 			return nil, fmt.Errorf("evictionHard: %w", err)
 		}
@@ -121,9 +121,9 @@ func parseReserved(setting string, m map[string]string) (v1.ResourceList, error)
 	return out, nil
 }
 
-// parseThreshold parses one statement as the kubelet does; nil for 0%
+// ParseThreshold parses one statement as the kubelet does; nil for 0%
 // and 100%, which set no threshold.
-func parseThreshold(s Signal, v string) (*Threshold, error) {
+func ParseThreshold(s Signal, v string) (*Threshold, error) {
 	if !slices.Contains(signals, s) {
 		return nil, fmt.Errorf("unsupported eviction signal %q", s)
 	}

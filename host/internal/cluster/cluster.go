@@ -142,6 +142,8 @@ type StartConfig struct {
 	Node *v1.Node
 	// Ready is the node's Ready condition: nil when ready.
 	Ready func() error
+	// Pressure gives the node's pressure conditions that are True now.
+	Pressure func() []v1.NodeConditionType
 	// RuntimeHandlers lists the runtime's handlers for the node status.
 	RuntimeHandlers func() []v1.NodeRuntimeHandler
 	// ExtendedResources gives the device plugins' resources for the node
@@ -170,7 +172,7 @@ func (c *Cluster) Start(sc StartConfig, spawn func(string, func(context.Context)
 	log := c.cfg.Logger
 	c.pods = sc.Pods
 	c.registrar = node.NewRegistrar(node.RegistrarConfig{
-		Client: c.client, Node: sc.Node, Ready: sc.Ready, RuntimeHandlers: sc.RuntimeHandlers, ExtendedResources: sc.ExtendedResources,
+		Client: c.client, Node: sc.Node, Ready: sc.Ready, Pressure: sc.Pressure, RuntimeHandlers: sc.RuntimeHandlers, ExtendedResources: sc.ExtendedResources,
 		StatusUpdateFrequency: sc.StatusUpdateFrequency,
 		StatusReportFrequency: sc.StatusReportFrequency,
 		NoCreate:              sc.NoCreate,

@@ -62,6 +62,7 @@ type podStats struct {
 	volumes    map[string]uint64
 	containers map[string][2]uint64 // rootfs, logs
 	ephemeral  *uint64
+	memory     *uint64 // the pod's and its container c's working set
 }
 
 func (s podStats) of(p *v1.Pod) statsapi.PodStats {
@@ -74,6 +75,10 @@ func (s podStats) of(p *v1.Pod) statsapi.PodStats {
 	}
 	if s.ephemeral != nil {
 		ps.EphemeralStorage = fs(*s.ephemeral)
+	}
+	if s.memory != nil {
+		ps.Memory = &statsapi.MemoryStats{WorkingSetBytes: s.memory}
+		ps.Containers = append(ps.Containers, statsapi.ContainerStats{Name: "c", Memory: &statsapi.MemoryStats{WorkingSetBytes: s.memory}})
 	}
 	return ps
 }
@@ -134,6 +139,15 @@ type fakes struct {
 
 func (f *fakes) PodStorage(context.Context) ([]statsapi.PodStats, error) { return f.stats, nil }
 func (f *fakes) PodByUID(uid types.UID) (*v1.Pod, bool)                  { p, ok := f.pods[uid]; return p, ok }
+func (f *fakes) Pods() []*v1.Pod {
+	var out []*v1.Pod
+	for i := range f.stats {
+		if p, ok := f.pods[types.UID(f.stats[i].PodRef.UID)]; ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 func (f *fakes) PodStatus(uid types.UID) (v1.PodStatus, bool) {
 	s, ok := f.statuses[uid]
 	return s, ok
@@ -158,7 +172,7 @@ func (f *fakes) add(p *v1.Pod, s podStats, phase v1.PodPhase) {
 	}
 }
 
-func TestManager_Synchronize(t *testing.T) {
+func TestManager_localStorage(t *testing.T) {
 	f := &fakes{pods: map[types.UID]*v1.Pod{}, statuses: map[types.UID]v1.PodStatus{}, terminating: map[types.UID]bool{}}
 	over := podStats{volumes: map[string]uint64{"scratch": 4 * mi}}
 	f.add(apiPod("hog", emptyDir("scratch", "1Mi")), over, v1.PodRunning)
@@ -185,7 +199,7 @@ func TestManager_Synchronize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evicted := m.synchronize(context.Background())
+	evicted := m.localStorage(f.stats)
 	if len(evicted) != 2 || evicted[0] != "hog-uid" || evicted[1] != "writer-uid" {
 		t.Errorf("evicted %v, want hog and writer", evicted)
 	}
@@ -197,9 +211,9 @@ func TestManager_Synchronize(t *testing.T) {
 		t.Fatalf("worker updates %+v, want 2", f.updates)
 	}
 	for _, u := range f.updates {
-		if u.Kind != worker.Terminate || u.GracePeriodOverride == nil || *u.GracePeriodOverride != 0 ||
+		if u.Kind != worker.Terminate || u.GracePeriodOverride == nil || *u.GracePeriodOverride != 1 ||
 			u.Failure == nil || u.Failure.Reason != "Evicted" || u.Failure.Message != wantMsg[u.Pod.Name] {
-			t.Errorf("update of %s: kind %v grace %v failure %+v, want Terminate, grace 0, Evicted %q",
+			t.Errorf("update of %s: kind %v grace %v failure %+v, want Terminate, grace 1, Evicted %q",
 				u.Pod.Name, u.Kind, u.GracePeriodOverride, u.Failure, wantMsg[u.Pod.Name])
 		}
 	}
@@ -214,7 +228,7 @@ func TestManager_Synchronize(t *testing.T) {
 	// The critical pods are refused, each logged once however many periods
 	// pass; the evicted ones, being killed now, are not evicted again.
 	f.terminating["hog-uid"], f.terminating["writer-uid"] = true, true
-	if again := m.synchronize(context.Background()); len(again) != 0 || len(f.updates) != 2 {
+	if again := m.localStorage(f.stats); len(again) != 0 || len(f.updates) != 2 {
 		t.Errorf("second period evicted %v (updates %d), want none", again, len(f.updates))
 	}
 	for _, name := range []string{"static", "critical"} {

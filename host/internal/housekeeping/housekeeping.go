@@ -7,6 +7,7 @@ package housekeeping
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,7 +84,31 @@ type Cleaner struct {
 	cfg     Config
 	running atomic.Bool
 	wg      sync.WaitGroup
-	lastGC  time.Time // of the pass that collected last; passes run one at a time
+	gcMu    sync.Mutex // one collection at a time: a pass's or DeleteUnusedContainers'
+	lastGC  time.Time  // of the collection that ran last
+}
+
+// DeleteUnusedContainers collects dead containers and sandboxes now,
+// whatever GCPeriod says: the eviction manager's reclaim under disk
+// pressure (the kubelet's DeleteAllUnusedContainers). The pods the
+// sources or the workers have keep what the collection keeps for them.
+func (c *Cleaner) DeleteUnusedContainers(ctx context.Context) error {
+	working := map[types.UID]bool{}
+	for _, uid := range c.cfg.Workers.Known() {
+		working[uid] = true
+	}
+	keep := func(uid types.UID) bool {
+		_, ok := c.cfg.Pods.PodByUID(uid)
+		return ok || working[uid]
+	}
+	running, err := c.cfg.Runtime.GetPods(ctx)
+	if err != nil {
+		return fmt.Errorf("housekeeping: list runtime pods: %w", err)
+	}
+	c.gcMu.Lock()
+	defer c.gcMu.Unlock()
+	c.lastGC = c.cfg.Now()
+	return c.cfg.Runtime.GarbageCollect(ctx, running, keep)
 }
 
 // New returns a Cleaner.
@@ -152,12 +177,14 @@ func (c *Cleaner) clean(ctx context.Context) {
 			c.cfg.Forget(p.UID)
 		}
 	}
+	c.gcMu.Lock()
 	if now := c.cfg.Now(); c.lastGC.IsZero() || now.Sub(c.lastGC) >= c.cfg.GCPeriod {
 		c.lastGC = now
 		if err := c.cfg.Runtime.GarbageCollect(ctx, running, keep); err != nil && ctx.Err() == nil {
 			c.cfg.Logger.Warn("housekeeping: garbage collection", "error", err)
 		}
 	}
+	c.gcMu.Unlock()
 	c.cfg.BackOff.GC()
 }
 

@@ -75,3 +75,28 @@ func TestCleaner_GCPeriod(t *testing.T) {
 		t.Errorf("%d collections in 3 passes with no GC period, want 3", zero.collections)
 	}
 }
+
+// TestCleaner_DeleteUnusedContainers checks that a reclaim collects at
+// once, inside the GC period, and that the next pass counts from it.
+func TestCleaner_DeleteUnusedContainers(t *testing.T) {
+	rt := &countingRuntime{}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := New(Config{Pods: noPods{}, Workers: noPods{}, Runtime: rt, Statuses: noStatuses{},
+		Forget: func(types.UID) {}, BackOff: flowcontrol.NewBackOff(time.Second, time.Minute),
+		GCPeriod: time.Minute, Now: func() time.Time { return now }})
+	c.Start(context.Background())
+	c.Wait()
+	now = now.Add(10 * time.Second)
+	if err := c.DeleteUnusedContainers(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rt.collections != 2 {
+		t.Fatalf("%d collections after a pass and a reclaim within the period, want 2", rt.collections)
+	}
+	now = now.Add(55 * time.Second) // a minute after the pass, not after the reclaim
+	c.Start(context.Background())
+	c.Wait()
+	if rt.collections != 2 {
+		t.Errorf("%d collections: a pass within the period of the reclaim collected", rt.collections)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"syscall"
@@ -267,6 +268,20 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 	return nil
 }
 
+// DeleteUnusedImages removes every image no container uses that the
+// collection may remove (not pinned, first seen at least MinAge ago),
+// least recently used first, whatever the usage: the eviction manager's
+// reclaim under disk pressure, the kubelet's DeleteUnusedImages. It
+// returns the bytes freed.
+func (m *Manager) DeleteUnusedImages(ctx context.Context) (int64, error) {
+	now := m.cfg.Now()
+	images, err := m.evictionOrder(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	return m.freeSpace(ctx, math.MaxInt64, images, now)
+}
+
 // detect lists images and containers and updates the records: new images
 // are first seen now, images a container uses are used now, images gone
 // are forgotten. It returns the IDs in use.
@@ -451,20 +466,29 @@ func (m *Manager) remove(ctx context.Context, img candidate, reason string) erro
 // imageFs is the image filesystem's capacity and available bytes: the
 // filesystem ImageFsInfo names, read by statfs of its mountpoint.
 func (m *Manager) imageFs(ctx context.Context) (capacity, available int64, err error) {
-	info, err := m.cfg.Images.ImageFsInfo(ctx)
+	mp, err := m.Mountpoint(ctx)
 	if err != nil {
-		return 0, 0, fmt.Errorf("imagegc: image filesystem info: %w", err)
+		return 0, 0, err
 	}
-	fss := info.GetImageFilesystems()
-	if len(fss) == 0 || fss[0].GetFsId().GetMountpoint() == "" {
-		return 0, 0, errors.New("imagegc: the runtime's ImageFsInfo names no image filesystem")
-	}
-	mp := fss[0].GetFsId().GetMountpoint()
 	capacity, available, err = m.cfg.FsStats(mp)
 	if err != nil {
 		return 0, 0, fmt.Errorf("imagegc: image filesystem %s: %w", mp, err)
 	}
 	return capacity, available, nil
+}
+
+// Mountpoint is the mountpoint of the image filesystem the runtime's
+// ImageFsInfo names.
+func (m *Manager) Mountpoint(ctx context.Context) (string, error) {
+	info, err := m.cfg.Images.ImageFsInfo(ctx)
+	if err != nil {
+		return "", fmt.Errorf("imagegc: image filesystem info: %w", err)
+	}
+	fss := info.GetImageFilesystems()
+	if len(fss) == 0 || fss[0].GetFsId().GetMountpoint() == "" {
+		return "", errors.New("imagegc: the runtime's ImageFsInfo names no image filesystem")
+	}
+	return fss[0].GetFsId().GetMountpoint(), nil
 }
 
 // statfs is a filesystem's size and the bytes available to unprivileged

@@ -296,3 +296,25 @@ func counter(c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+func TestManager_DeleteUnusedImages(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	f := &fakeCRI{images: []*runtimeapi.Image{image("used", 100), image("old", 200), image("older", 300)}, capacity: 10000}
+	m, _ := newManager(t, f, c, Policy{HighThresholdPercent: 85, LowThresholdPercent: 80, MinAge: time.Minute})
+	f.use("used", runtimeapi.ContainerState_CONTAINER_EXITED)
+	// Far under the high threshold: a collection removes nothing.
+	if err := m.GarbageCollect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.t = c.t.Add(time.Minute)
+	f.images = append(f.images, image("young", 400))
+	freed, err := m.DeleteUnusedImages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.removedIDs()
+	slices.Sort(r)
+	if !slices.Equal(r, []string{"old", "older"}) || freed != 500 {
+		t.Errorf("removed %v freeing %d, want old and older (500 bytes): never the used one nor one younger than the minimum age", r, freed)
+	}
+}

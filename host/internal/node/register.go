@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,6 +33,10 @@ type RegistrarConfig struct {
 	// Ready reports why the node is not ready (runtime or PLEG unhealthy);
 	// nil error means Ready. Nil means always ready.
 	Ready func() error
+	// Pressure gives the node's pressure conditions that are True now
+	// (MemoryPressure, DiskPressure, PIDPressure: the eviction manager's);
+	// nil means none.
+	Pressure func() []v1.NodeConditionType
 	// RuntimeHandlers are the runtime's handlers as its CRI Status last
 	// listed them (status.runtimeHandlers, as the kubelet reports them);
 	// nil leaves them out.
@@ -245,12 +250,11 @@ func (r *Registrar) status(prev *v1.NodeStatus) v1.NodeStatus {
 	if err := r.cfg.Ready(); err != nil {
 		ready.Status, ready.Reason, ready.Message = v1.ConditionFalse, "KubeletNotReady", err.Error()
 	}
-	s.Conditions = []v1.NodeCondition{
-		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "wasmlet has sufficient memory available"},
-		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "wasmlet has no disk pressure"},
-		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "wasmlet has sufficient PID available"},
-		ready,
+	var pressure []v1.NodeConditionType
+	if r.cfg.Pressure != nil {
+		pressure = r.cfg.Pressure()
 	}
+	s.Conditions = append(pressureConditions(pressure), ready)
 	for i := range s.Conditions {
 		c := &s.Conditions[i]
 		c.LastHeartbeatTime, c.LastTransitionTime = now, now
@@ -271,6 +275,28 @@ func (r *Registrar) status(prev *v1.NodeStatus) v1.NodeStatus {
 		s.Images, s.VolumesInUse, s.VolumesAttached = prev.Images, prev.VolumesInUse, prev.VolumesAttached
 	}
 	return s
+}
+
+// pressureConditions are the kubelet's three pressure conditions, True
+// for those in pressure, with its reasons and messages.
+func pressureConditions(pressure []v1.NodeConditionType) []v1.NodeCondition {
+	out := []v1.NodeCondition{
+		{Type: v1.NodeMemoryPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "wasmlet has sufficient memory available"},
+		{Type: v1.NodeDiskPressure, Status: v1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "wasmlet has no disk pressure"},
+		{Type: v1.NodePIDPressure, Status: v1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "wasmlet has sufficient PID available"},
+	}
+	under := map[v1.NodeConditionType][2]string{
+		v1.NodeMemoryPressure: {"KubeletHasInsufficientMemory", "wasmlet has insufficient memory available"},
+		v1.NodeDiskPressure:   {"KubeletHasDiskPressure", "wasmlet has disk pressure"},
+		v1.NodePIDPressure:    {"KubeletHasInsufficientPID", "wasmlet has insufficient PID available"},
+	}
+	for i := range out {
+		if slices.Contains(pressure, out[i].Type) {
+			rm := under[out[i].Type]
+			out[i].Status, out[i].Reason, out[i].Message = v1.ConditionTrue, rm[0], rm[1]
+		}
+	}
+	return out
 }
 
 // renewLease creates or renews the node's Lease, owned by the Node so it

@@ -247,3 +247,54 @@ func TestRegistrar_ExtendedResources(t *testing.T) {
 		t.Error("WithExtendedResources changed the node it was given")
 	}
 }
+
+func TestRegistrar_Pressure(t *testing.T) {
+	client := fake.NewClientset()
+	var pressure []v1.NodeConditionType
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := NewRegistrar(RegistrarConfig{Client: client, Node: localNode(), Pressure: func() []v1.NodeConditionType { return pressure }, Now: func() time.Time { return now }})
+	if err := r.register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		status v1.ConditionStatus
+		reason string
+	}
+	for _, step := range []struct {
+		name     string
+		pressure []v1.NodeConditionType
+		want     map[v1.NodeConditionType]want
+	}{
+		{"none", nil, map[v1.NodeConditionType]want{
+			v1.NodeMemoryPressure: {v1.ConditionFalse, "KubeletHasSufficientMemory"},
+			v1.NodeDiskPressure:   {v1.ConditionFalse, "KubeletHasNoDiskPressure"},
+			v1.NodePIDPressure:    {v1.ConditionFalse, "KubeletHasSufficientPID"},
+		}},
+		{"memory and PID", []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodePIDPressure}, map[v1.NodeConditionType]want{
+			v1.NodeMemoryPressure: {v1.ConditionTrue, "KubeletHasInsufficientMemory"},
+			v1.NodeDiskPressure:   {v1.ConditionFalse, "KubeletHasNoDiskPressure"},
+			v1.NodePIDPressure:    {v1.ConditionTrue, "KubeletHasInsufficientPID"},
+		}},
+		{"disk", []v1.NodeConditionType{v1.NodeDiskPressure}, map[v1.NodeConditionType]want{
+			v1.NodeMemoryPressure: {v1.ConditionFalse, "KubeletHasSufficientMemory"},
+			v1.NodeDiskPressure:   {v1.ConditionTrue, "KubeletHasDiskPressure"},
+			v1.NodePIDPressure:    {v1.ConditionFalse, "KubeletHasSufficientPID"},
+		}},
+	} {
+		pressure = step.pressure
+		now = now.Add(10 * time.Second)
+		if err := r.UpdateStatus(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+		for _, c := range got.Status.Conditions {
+			w, ok := step.want[c.Type]
+			if !ok {
+				continue
+			}
+			if c.Status != w.status || c.Reason != w.reason {
+				t.Errorf("%s: %s = %s %s, want %s %s", step.name, c.Type, c.Status, c.Reason, w.status, w.reason)
+			}
+		}
+	}
+}

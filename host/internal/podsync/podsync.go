@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 
@@ -306,6 +307,11 @@ func (s *Syncer) terminate(ctx context.Context, p *v1.Pod, grace time.Duration, 
 	if failure != nil {
 		st := s.generate(p, rs, s.previous(p.UID))
 		st.Phase, st.Reason, st.Message = v1.PodFailed, failure.Reason, failure.Message
+		if c := failure.Condition; c != nil && !hasCondition(st.Conditions, c.Type) {
+			cond := *c
+			cond.LastTransitionTime = metav1.Now()
+			st.Conditions = append(st.Conditions, cond)
+		}
 		s.cfg.Statuses.SetPodStatus(p, st)
 	}
 	if rs.Running() {
@@ -380,6 +386,17 @@ func (s *Syncer) generateWith(p *v1.Pod, rs *container.PodStatus, prev *v1.PodSt
 		in.Probes = s.cfg.Probes
 	}
 	return status.Generate(in)
+}
+
+// hasCondition reports whether conds has one of type t (a retried kill
+// finds the DisruptionTarget it set before).
+func hasCondition(conds []v1.PodCondition, t v1.PodConditionType) bool {
+	for _, c := range conds {
+		if c.Type == t {
+			return true
+		}
+	}
+	return false
 }
 
 // previous is the pod's last generated status, nil when it has none.

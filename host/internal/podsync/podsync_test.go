@@ -115,14 +115,29 @@ func TestSyncer_Terminate_failure(t *testing.T) {
 		t.Fatalf("before the eviction: phase %s, want Running", st.Phase)
 	}
 	msg := "Usage of EmptyDir volume \"scratch\" exceeds the limit \"1Mi\". "
-	err = s.Sync(ctx, worker.Work{Kind: worker.Terminate, Pod: p, GracePeriod: time.Second, Failure: &worker.Failure{Reason: "Evicted", Message: msg}})
-	if err != nil {
-		t.Fatal(err)
+	failure := &worker.Failure{Reason: "Evicted", Message: msg, Condition: &v1.PodCondition{
+		Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet, Message: msg}}
+	// Twice, as a kill retried after an error is.
+	for range 2 {
+		if err := s.Sync(ctx, worker.Work{Kind: worker.Terminate, Pod: p, GracePeriod: time.Second, Failure: failure}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	disruption := func(st v1.PodStatus) (n int, c v1.PodCondition) {
+		for _, x := range st.Conditions {
+			if x.Type == v1.DisruptionTarget {
+				n, c = n+1, x
+			}
+		}
+		return n, c
+	}
+	st, _ := statuses.PodStatus(p.UID)
+	if n, c := disruption(st); n != 1 || c.Status != v1.ConditionTrue || c.Reason != v1.PodReasonTerminationByKubelet || c.Message != msg {
+		t.Errorf("%d DisruptionTarget conditions, %+v: want one, True, TerminationByKubelet, the message", n, c)
 	}
 	if !rt.killed || rt.override == nil || *rt.override != 1 {
 		t.Errorf("killed %v with override %v, want killed with 1 s", rt.killed, rt.override)
 	}
-	st, _ := statuses.PodStatus(p.UID)
 	if st.Phase != v1.PodFailed || st.Reason != "Evicted" || st.Message != msg {
 		t.Errorf("after the eviction: %s/%s/%q, want Failed/Evicted/%q", st.Phase, st.Reason, st.Message, msg)
 	}
@@ -135,6 +150,10 @@ func TestSyncer_Terminate_failure(t *testing.T) {
 	}
 	if st, _ := statuses.PodStatus(p.UID); st.Phase != v1.PodFailed || st.Reason != "Evicted" || rt.synced != 1 {
 		t.Errorf("after a later sync: %s/%s, runtime synced %d times, want Failed/Evicted and 1", st.Phase, st.Reason, rt.synced)
+	}
+	st, _ = statuses.PodStatus(p.UID)
+	if n, _ := disruption(st); n != 1 {
+		t.Errorf("after a later sync: %d DisruptionTarget conditions, want it kept, once", n)
 	}
 }
 

@@ -123,6 +123,13 @@ func Generate(in Input) v1.PodStatus {
 		s.StartTime = &t
 	}
 	s.Conditions = conditions(pod, rs, &s, prev, now)
+	// A DisruptionTarget the node gave (an eviction) stays, as the
+	// kubelet keeps it from the pod's status.
+	for _, c := range prev.Conditions {
+		if c.Type == v1.DisruptionTarget {
+			s.Conditions = append(s.Conditions, c)
+		}
+	}
 	if in.Terminal {
 		terminate(&s)
 	}

@@ -62,6 +62,9 @@ type Failure struct {
 	Reason string
 	// Message is the status message.
 	Message string
+	// Condition, when set, is added to the pod's conditions (an
+	// eviction's DisruptionTarget).
+	Condition *v1.PodCondition
 }
 
 // Update asks the worker of a pod for work.

@@ -95,7 +95,14 @@ func NewAgent(t testing.TB, c AgentConfig) *Agent {
 // when the suite dies. Dead containers, sandboxes and pod directories are
 // collected every 2 s (--container-gc-period, the default minute would
 // only make the suites wait) unless args say otherwise; the period itself
-// is host/internal/housekeeping's unit test.
+// is host/internal/housekeeping's unit test. The hard eviction thresholds
+// are the ones the real kubelet gets in the project's tests
+// (hack/kubeletconfig/kubelet.yaml), 1Mi and 1%, so a busy test machine's
+// disk does not put every suite's node under DiskPressure; args given
+// later replace them.
+// TestEvictionHard is the suites' --eviction-hard.
+const TestEvictionHard = "memory.available<1Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%"
+
 func (a *Agent) Start(t testing.TB, args ...string) {
 	t.Helper()
 	args = append([]string{"run",
@@ -107,6 +114,7 @@ func (a *Agent) Start(t testing.TB, args ...string) {
 		"--read-only-port", strconv.Itoa(a.Port),
 		"--healthz-port", strconv.Itoa(a.HealthzPort),
 		"--container-gc-period", "2s",
+		"--eviction-hard", TestEvictionHard,
 	}, args...)
 	out, err := os.OpenFile(a.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

@@ -74,6 +74,7 @@ func (c *WasmletConfiguration) setFixedDefaults() {
 			"imagefs.available": "15%", "imagefs.inodesFree": "5%",
 		}
 	}
+	setDuration(&c.EvictionPressureTransitionPeriod, 5*time.Minute)
 	setPointer(&c.ImageGCHighThresholdPercent, 85)
 	setPointer(&c.ImageGCLowThresholdPercent, 80)
 	setDuration(&c.ImageMinimumGCAge, 2*time.Minute)

@@ -33,6 +33,7 @@ func defaults() WasmletConfiguration {
 	c.EvictionHard = map[string]string{"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%", "imagefs.available": "15%", "imagefs.inodesFree": "5%"}
 	c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent = ptr.To[int32](85), ptr.To[int32](80)
 	c.ImageMinimumGCAge, c.ImageGCPeriod = dur(2*time.Minute), dur(5*time.Minute)
+	c.EvictionPressureTransitionPeriod = dur(5 * time.Minute)
 	return c
 }
 

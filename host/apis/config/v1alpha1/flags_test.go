@@ -47,7 +47,9 @@ func TestWasmletConfiguration_AddFlags(t *testing.T) {
 			[]string{"--node-labels=pool=gpu, node.kubernetes.io/tier=a", "--register-with-taints=dedicated=gpu:NoSchedule,spot:PreferNoSchedule",
 				"--register-node=false", "--provider-id=p://1", "--node-ip=10.0.0.5,fd00::5",
 				"--kube-reserved=cpu=100m,memory=200Mi", "--system-reserved=pid=1000", "--eviction-hard=memory.available<5%,nodefs.available<1Gi",
-				"--image-gc-high-threshold=60", "--image-gc-low-threshold=0", "--minimum-image-gc-age=1s", "--image-maximum-gc-age=1h", "--image-gc-period=2s"},
+				"--image-gc-high-threshold=60", "--image-gc-low-threshold=0", "--minimum-image-gc-age=1s", "--image-maximum-gc-age=1h", "--image-gc-period=2s",
+				"--eviction-soft=memory.available<1Gi", "--eviction-soft-grace-period=memory.available=1m30s", "--eviction-max-pod-grace-period=30",
+				"--eviction-minimum-reclaim=nodefs.available=500Mi", "--eviction-pressure-transition-period=10s", "--kernel-memcg-notification"},
 			func(c *WasmletConfiguration) {
 				c.NodeLabels = map[string]string{"pool": "gpu", "node.kubernetes.io/tier": "a"}
 				c.RegisterWithTaints = []v1.Taint{{Key: "dedicated", Value: "gpu", Effect: v1.TaintEffectNoSchedule}, {Key: "spot", Effect: v1.TaintEffectPreferNoSchedule}}
@@ -56,6 +58,9 @@ func TestWasmletConfiguration_AddFlags(t *testing.T) {
 				c.EvictionHard = map[string]string{"memory.available": "5%", "nodefs.available": "1Gi"}
 				c.ImageGCHighThresholdPercent, c.ImageGCLowThresholdPercent = ptr.To[int32](60), ptr.To[int32](0)
 				c.ImageMinimumGCAge, c.ImageMaximumGCAge, c.ImageGCPeriod = dur(time.Second), dur(time.Hour), dur(2*time.Second)
+				c.EvictionSoft, c.EvictionSoftGracePeriod = map[string]string{"memory.available": "1Gi"}, map[string]string{"memory.available": "1m30s"}
+				c.EvictionMaxPodGracePeriod, c.EvictionMinimumReclaim = 30, map[string]string{"nodefs.available": "500Mi"}
+				c.EvictionPressureTransitionPeriod, c.KernelMemcgNotification = dur(10*time.Second), true
 			}, ""},
 		{"a label without a value", WasmletConfiguration{}, []string{"--node-labels=pool"}, nil, `"pool" is not key=value`},
 		{"a taint without an effect", WasmletConfiguration{}, []string{"--register-with-taints=a=b"}, nil, `taint "a=b": want key=value:Effect`},

@@ -26,6 +26,9 @@ func everyShared() WasmletConfiguration {
 	c.ProviderID, c.RegisterWithTaints = "aws:///eu-west-1a/i-0abc", []v1.Taint{{Key: "pool", Value: "gpu", Effect: v1.TaintEffectNoSchedule}}
 	c.KubeReserved, c.SystemReserved = map[string]string{"cpu": "100m"}, map[string]string{"memory": "500Mi"}
 	c.ImageMaximumGCAge = dur(time.Hour)
+	c.EvictionSoft, c.EvictionSoftGracePeriod = map[string]string{"memory.available": "1Gi"}, map[string]string{"memory.available": "1m30s"}
+	c.EvictionMaxPodGracePeriod, c.EvictionMinimumReclaim = 30, map[string]string{"nodefs.available": "500Mi"}
+	c.KernelMemcgNotification = true
 	return c
 }
 
@@ -133,6 +136,9 @@ func TestWasmletConfiguration_KubeletConfiguration(t *testing.T) {
 				EvictionHard:                map[string]string{"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%", "imagefs.available": "15%", "imagefs.inodesFree": "5%"},
 				ImageGCHighThresholdPercent: ptr.To[int32](85), ImageGCLowThresholdPercent: ptr.To[int32](80),
 				ImageMinimumGCAge: dur(2 * time.Minute), ImageMaximumGCAge: dur(time.Hour),
+				EvictionPressureTransitionPeriod: dur(5 * time.Minute),
+				EvictionSoft:                     map[string]string{"memory.available": "1Gi"}, EvictionSoftGracePeriod: map[string]string{"memory.available": "1m30s"},
+				EvictionMaxPodGracePeriod: 30, EvictionMinimumReclaim: map[string]string{"nodefs.available": "500Mi"}, KernelMemcgNotification: true,
 			}
 			want.Kind, want.APIVersion, want.Logging.Format = "KubeletConfiguration", "kubelet.config.k8s.io/v1beta1", "text"
 			tt.want(&want)

@@ -252,6 +252,31 @@ type WasmletConfiguration struct {
 	// subtracted from allocatable memory and ephemeral storage, as the
 	// kubelet's node allocatable does.
 	EvictionHard map[string]string `json:"evictionHard,omitempty"`
+	// EvictionSoft are the soft eviction thresholds, in EvictionHard's
+	// syntax (--eviction-soft): a pod is evicted once one has held for its
+	// grace period.
+	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
+	// EvictionSoftGracePeriod maps each soft threshold's signal to how long
+	// it must hold before pods are evicted (--eviction-soft-grace-period,
+	// memory.available=1m30s); every soft threshold needs one.
+	EvictionSoftGracePeriod map[string]string `json:"evictionSoftGracePeriod,omitempty"`
+	// EvictionMaxPodGracePeriod is the most seconds a pod evicted for a
+	// soft threshold is given to stop (--eviction-max-pod-grace-period,
+	// 0); a hard threshold gives 1 s.
+	EvictionMaxPodGracePeriod int `json:"evictionMaxPodGracePeriod,omitempty"`
+	// EvictionMinimumReclaim maps a signal to how much more than its
+	// threshold must be free before the pressure ends
+	// (--eviction-minimum-reclaim, nodefs.available=500Mi).
+	EvictionMinimumReclaim map[string]string `json:"evictionMinimumReclaim,omitempty"`
+	// EvictionPressureTransitionPeriod is how long a pressure condition
+	// stays True after its threshold was last met
+	// (--eviction-pressure-transition-period, 5m).
+	EvictionPressureTransitionPeriod metav1.Duration `json:"evictionPressureTransitionPeriod,omitempty"`
+	// KernelMemcgNotification has the kernel tell when memory.available
+	// crosses its threshold (cgroup v1 memory.usage_in_bytes notification
+	// through cgroup.event_control) instead of waiting for the next period
+	// (--kernel-memcg-notification, false).
+	KernelMemcgNotification bool `json:"kernelMemcgNotification,omitempty"`
 
 	// ImageGCHighThresholdPercent is the image filesystem's usage, in
 	// percent, at or above which image garbage collection runs

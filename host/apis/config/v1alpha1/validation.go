@@ -122,6 +122,12 @@ func (c *WasmletConfiguration) Validate() field.ErrorList {
 	}
 	errs = append(errs, c.validateRegistration()...)
 	errs = append(errs, c.validateImageGC()...)
+	if c.EvictionMaxPodGracePeriod < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("evictionMaxPodGracePeriod"), c.EvictionMaxPodGracePeriod, "must not be negative"))
+	}
+	if c.EvictionPressureTransitionPeriod.Duration < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("evictionPressureTransitionPeriod"), c.EvictionPressureTransitionPeriod.Duration.String(), "must not be negative"))
+	}
 	return errs
 }
 
