@@ -37,7 +37,7 @@ type resizeTarget struct {
 	actuated v1.ResourceRequirements
 }
 
-// computeResize finds the running app containers whose allocation (pod is
+// computeResize finds the running app containers and sidecars whose allocation (pod is
 // at its allocation) differs from their actuated resources: those whose
 // resizePolicy asks a restart for a changed resource are added to a's
 // containers to kill and start (the new instance starts with its
@@ -49,8 +49,21 @@ func (m *Manager) computeResize(pod *v1.Pod, st *container.PodStatus, a *podActi
 		return nil
 	}
 	var out []resizeTarget
+	type candidate struct {
+		c     *v1.Container
+		index int // in pod.Spec.Containers; -1 for a sidecar
+	}
+	var cands []candidate
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; container.IsSidecar(c) {
+			cands = append(cands, candidate{c, -1})
+		}
+	}
 	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+		cands = append(cands, candidate{&pod.Spec.Containers[i], i})
+	}
+	for _, cand := range cands {
+		c := cand.c
 		s := st.FindContainer(c.Name)
 		if s == nil || s.State != container.StateRunning {
 			continue
@@ -74,7 +87,11 @@ func (m *Manager) computeResize(pod *v1.Pod, st *container.PodStatus, a *podActi
 		case !changed:
 		case restart:
 			a.ContainersToKill[s.ID] = killInfo{name: c.Name, container: c, message: "Container " + c.Name + " resize requires restart"}
-			a.ContainersToStart = append(a.ContainersToStart, i)
+			if cand.index < 0 {
+				a.SidecarsToRestart = append(a.SidecarsToRestart, c)
+			} else {
+				a.ContainersToStart = append(a.ContainersToStart, cand.index)
+			}
 		default:
 			out = append(out, resizeTarget{c: c, id: s.ID, actuated: act})
 		}
@@ -93,10 +110,7 @@ func (m *Manager) resizePod(ctx context.Context, pod *v1.Pod, targets []resizeTa
 	// stage is the pod as applied so far: its containers at their actuated
 	// resources, with each resource resized so far at its allocation.
 	stage := pod.DeepCopy()
-	byName := map[string]*v1.Container{}
-	for i := range stage.Spec.Containers {
-		byName[stage.Spec.Containers[i].Name] = &stage.Spec.Containers[i]
-	}
+	byName := containersByName(stage)
 	for _, t := range targets {
 		byName[t.c.Name].Resources = *t.actuated.DeepCopy()
 	}
@@ -113,7 +127,7 @@ func (m *Manager) resizePod(ctx context.Context, pod *v1.Pod, targets []resizeTa
 		before := qos.ForPodCgroup(stage)
 		next := stage.DeepCopy()
 		for _, t := range changed {
-			setResource(&nextContainer(next, t.c.Name).Resources, t.c.Resources, r)
+			setResource(&containersByName(next)[t.c.Name].Resources, t.c.Resources, r)
 		}
 		after := qos.ForPodCgroup(next)
 		grows := podCgroupGrows(before, after, r)
@@ -147,20 +161,22 @@ func (m *Manager) resizePod(ctx context.Context, pod *v1.Pod, targets []resizeTa
 			}
 		}
 		stage = next
-		for i := range stage.Spec.Containers {
-			byName[stage.Spec.Containers[i].Name] = &stage.Spec.Containers[i]
-		}
+		byName = containersByName(stage)
 	}
 	return nil
 }
 
-func nextContainer(pod *v1.Pod, name string) *v1.Container {
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
+// containersByName are the pod's app containers and init containers by
+// name, pointing into pod.
+func containersByName(pod *v1.Pod) map[string]*v1.Container {
+	out := map[string]*v1.Container{}
+	for i := range pod.Spec.InitContainers {
+		out[pod.Spec.InitContainers[i].Name] = &pod.Spec.InitContainers[i]
 	}
-	return nil
+	for i := range pod.Spec.Containers {
+		out[pod.Spec.Containers[i].Name] = &pod.Spec.Containers[i]
+	}
+	return out
 }
 
 // updateContainer sends the container its resources with r changed from

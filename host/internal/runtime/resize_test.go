@@ -134,18 +134,34 @@ func TestManager_resizePod(t *testing.T) {
 }
 
 // A changed resource whose resizePolicy is RestartContainer restarts the
-// container instead: it is killed and started again with its allocation.
+// container instead: it is killed and started again with its allocation,
+// an app container among the containers to start, a sidecar among the
+// sidecars to restart.
 func TestManager_computeResize(t *testing.T) {
-	m := &Manager{cfg: Config{Actuation: actuation{"a": guaranteed("500m", "100Mi")}}}
-	pod := testPod("u1", v1.RestartPolicyAlways, "a")
-	pod.Spec.Containers[0].Resources = guaranteed("500m", "200Mi")
-	pod.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
-	st := &container.PodStatus{Containers: []*container.ContainerStatus{{ID: "id-a", Name: "a", State: container.StateRunning}}}
-	a := podActions{ContainersToKill: map[string]killInfo{}}
-	if targets := m.computeResize(pod, st, &a); len(targets) != 0 {
-		t.Errorf("%d in place, want none", len(targets))
-	}
-	if k, ok := a.ContainersToKill["id-a"]; !ok || k.message != "Container a resize requires restart" || len(a.ContainersToStart) != 1 {
-		t.Errorf("kills %+v starts %v, want a restarted", a.ContainersToKill, a.ContainersToStart)
+	always := v1.ContainerRestartPolicyAlways
+	for _, sidecar := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sidecar=%v", sidecar), func(t *testing.T) {
+			m := &Manager{cfg: Config{Actuation: actuation{"a": guaranteed("500m", "100Mi")}}}
+			pod := testPod("u1", v1.RestartPolicyAlways, "a")
+			pod.Spec.Containers[0].Resources = guaranteed("500m", "200Mi")
+			pod.Spec.Containers[0].ResizePolicy = []v1.ContainerResizePolicy{{ResourceName: v1.ResourceMemory, RestartPolicy: v1.RestartContainer}}
+			if sidecar {
+				pod.Spec.InitContainers = []v1.Container{pod.Spec.Containers[0]}
+				pod.Spec.InitContainers[0].RestartPolicy = &always
+				pod.Spec.Containers[0].Name = "main"
+			}
+			st := &container.PodStatus{Containers: []*container.ContainerStatus{{ID: "id-a", Name: "a", State: container.StateRunning}}}
+			a := podActions{ContainersToKill: map[string]killInfo{}}
+			if targets := m.computeResize(pod, st, &a); len(targets) != 0 {
+				t.Errorf("%d in place, want none", len(targets))
+			}
+			restarted := len(a.ContainersToStart) == 1
+			if sidecar {
+				restarted = len(a.SidecarsToRestart) == 1 && a.SidecarsToRestart[0].Name == "a"
+			}
+			if k, ok := a.ContainersToKill["id-a"]; !ok || k.message != "Container a resize requires restart" || !restarted {
+				t.Errorf("kills %+v starts %v sidecars %d, want a restarted", a.ContainersToKill, a.ContainersToStart, len(a.SidecarsToRestart))
+			}
+		})
 	}
 }
