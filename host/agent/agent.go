@@ -20,6 +20,7 @@ import (
 
 	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/allocatable"
+	"github.com/wasmlet/wasmlet/host/internal/allocation"
 	"github.com/wasmlet/wasmlet/host/internal/certificate"
 	"github.com/wasmlet/wasmlet/host/internal/cgroups"
 	"github.com/wasmlet/wasmlet/host/internal/cluster"
@@ -86,6 +87,12 @@ type Agent struct {
 	stats     *stats.Provider // the stats summary: kubelet API and eviction
 	images    *imagegc.Manager
 	evictions *eviction.Manager // node-pressure and local-storage eviction; an admitter too
+	// alloc wraps the admission chain; built by connect, before the
+	// runtime it gives the containers' actuated resources.
+	alloc *allocation.Manager
+	// syncRequests names pods to sync now: probe results changed, or a
+	// deferred resize may fit.
+	syncRequests chan types.UID
 }
 
 // New checks cfg, fills in defaults and builds the agent's parts that need
@@ -99,7 +106,7 @@ func NewContext(ctx context.Context, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger, reg: cfg.Registerer, pods: pod.New(), statuses: status.NewManager()}
+	a := &Agent{cfg: cfg, log: cfg.Logger, reg: cfg.Registerer, pods: pod.New(), statuses: status.NewManager(), syncRequests: make(chan types.UID, 1024)}
 	a.reservation, err = allocatable.New(allocatable.Config{KubeReserved: cfg.KubeReserved, SystemReserved: cfg.SystemReserved, EvictionHard: cfg.EvictionHard})
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
@@ -324,6 +331,10 @@ func (a *Agent) connect(ctx context.Context, endpoint string) error {
 	if err := a.nodeResources(&rcfg); err != nil {
 		return err
 	}
+	if err := a.newAllocation(); err != nil {
+		return err
+	}
+	rcfg.Actuation = a.alloc
 	for attempt := 0; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		rt, err := runtime.New(cctx, rcfg)
@@ -369,6 +380,41 @@ func (a *Agent) nodeResources(rcfg *runtime.Config) error {
 	return nil
 }
 
+// newAllocation makes the admission chain and the allocation manager that
+// wraps it: pods are admitted at their allocation, and resizes decided
+// against the node's allocatable. The embedded WASI runtime cannot change
+// a running container's resources, so a resize it would have to apply in
+// place is Infeasible there.
+func (a *Agent) newAllocation() error {
+	admitters := append(append(admission.Builtins(a.cfg.MaxPods), a.plugins.admitters()...), a.devices, pressureAdmitter{a})
+	admit, err := admission.New(admission.Config{Admitters: admitters, Logger: a.log.Named("admission"), Registerer: a.reg})
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	acfg := allocation.Config{
+		RootDir: a.cfg.RootDir, Admit: admit, Node: a.nodeWithDevices, ActivePods: a.activePods,
+		Events: a.cluster, Resync: a.requestSync, Logger: a.log.Named("allocation"),
+	}
+	if a.cfg.ContainerRuntimeEndpoint == "" {
+		acfg.InPlaceUnsupported = "the embedded WASI runtime cannot change a running container's resources"
+	}
+	alloc, err := allocation.New(acfg)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	a.alloc = alloc
+	return nil
+}
+
+// requestSync asks the sync loop to sync a pod now, never blocking (the
+// periodic sync catches up when the queue is full).
+func (a *Agent) requestSync(uid types.UID) {
+	select {
+	case a.syncRequests <- uid:
+	default:
+	}
+}
+
 // build makes the parts that need the runtime and wires them: the node,
 // the PLEG, the per-pod records, the pod workers and what they run
 // (podsync), housekeeping, admission and the sync loop.
@@ -402,22 +448,17 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	if a.pleg, err = pleg.New(pleg.Config{Runtime: a.rt, RelistPeriod: a.cfg.PLEGRelistPeriod.Duration, Logger: a.log.Named("pleg"), Registerer: a.reg}); err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)
 	}
-	probeResults := make(chan types.UID, 1024)
+	probeResults := a.syncRequests
 	probes, err := prober.New(prober.Config{
 		Runtime: a.rt, Statuses: a.statuses, Events: a.cluster, Registerer: a.reg, Logger: a.log.Named("prober"),
-		Changed: func(uid types.UID) {
-			select { // never block a probe worker; the periodic sync catches up
-			case probeResults <- uid:
-			default:
-			}
-		},
+		Changed: a.requestSync,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)
 	}
 	a.probes = probes
 	a.rt.SetStartupResults(probes.Started)
-	records := podstate.New(podstate.Config{OnForget: []func(uid types.UID){a.statuses.RemovePod, a.rt.ForgetPod, a.pleg.Cache().Delete, a.data.volumes.Forget, probes.RemovePod, a.devices.RemovePod}})
+	records := podstate.New(podstate.Config{OnForget: []func(uid types.UID){a.statuses.RemovePod, a.rt.ForgetPod, a.pleg.Cache().Delete, a.data.volumes.Forget, probes.RemovePod, a.devices.RemovePod, a.alloc.RemovePod}})
 	backOff := runtime.NewBackOff()
 	starts, err := pacer.New(pacer.Config{Registerer: a.reg})
 	if err != nil {
@@ -426,7 +467,7 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	syncer, err := podsync.New(podsync.Config{
 		Runtime: a.rt, Cache: a.pleg.Cache(), Statuses: a.statuses, Pods: a.pods, Records: records,
 		BackOff: backOff, HostIPs: hostIPs, Volumes: a.data.volumes, Probes: probes, Events: a.cluster, Terminated: a.cluster.Terminated, Registerer: a.reg,
-		Pacer: starts,
+		Pacer: starts, Allocation: a.alloc,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent: %w", err)
@@ -452,14 +493,9 @@ func (a *Agent) build() (*worker.Workers, *housekeeping.Cleaner, error) {
 	if a.evictions, err = a.newEviction(workers, cleaner); err != nil {
 		return nil, nil, err
 	}
-	admitters := append(append(admission.Builtins(a.cfg.MaxPods), a.plugins.admitters()...), a.devices, a.evictions)
-	admit, err := admission.New(admission.Config{Admitters: admitters, Logger: a.log.Named("admission"), Registerer: a.reg})
-	if err != nil {
-		return nil, nil, fmt.Errorf("agent: %w", err)
-	}
 	a.loop, err = syncloop.New(syncloop.Config{
 		Updates: a.podConfig.Updates(), Events: a.pleg.Events(), ProbeResults: probeResults, SeenAllSources: a.podConfig.SeenAllSources,
-		Pods: a.pods, Records: records, Statuses: a.statuses, Admit: admit, Node: a.nodeWithDevices,
+		Pods: a.pods, Records: records, Statuses: a.statuses, Admit: a.alloc, Node: a.nodeWithDevices,
 		InitialStatus: syncer.InitialStatus, Workers: workers, Housekeeping: cleaner.Start,
 		Recorder: a.cluster, Cluster: a.cluster,
 		SyncFrequency: a.cfg.SyncFrequency.Duration, HousekeepingInterval: a.cfg.HousekeepingInterval.Duration,

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/wasmlet/wasmlet/host/internal/admission"
 	"github.com/wasmlet/wasmlet/host/internal/eviction"
 	"github.com/wasmlet/wasmlet/host/internal/housekeeping"
 	"github.com/wasmlet/wasmlet/host/internal/nodememory"
@@ -56,4 +58,24 @@ func (a *Agent) newEviction(workers *worker.Workers, cleaner *housekeeping.Clean
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return m, nil
+}
+
+// pressureAdmitter is the eviction manager's place in the admission chain.
+// The chain is made before the runtime is connected (the allocation
+// manager wraps it), the eviction manager after it (it reclaims through
+// the runtime); pods are admitted only once the sync loop runs, after both
+// are built. Before the manager is there no pressure has been observed,
+// and a pod is admitted as under no pressure.
+type pressureAdmitter struct{ a *Agent }
+
+// Name is the eviction manager's name in results, logs and metrics.
+func (p pressureAdmitter) Name() string { return "eviction" }
+
+// Admit asks the eviction manager: under node pressure it refuses what the
+// kubelet's eviction admitter refuses.
+func (p pressureAdmitter) Admit(ctx context.Context, attrs admission.Attributes) (admission.Result, error) {
+	if p.a.evictions == nil {
+		return admission.Result{Admit: true}, nil
+	}
+	return p.a.evictions.Admit(ctx, attrs)
 }

@@ -166,6 +166,51 @@ func (m *Manager) Ensure(pod *v1.Pod) error {
 	return nil
 }
 
+// Resize writes one resource of the pod's cgroup from the pod's resources
+// (cgroupfs only): v1.ResourceCPU its cpu shares and CFS quota,
+// v1.ResourceMemory its memory limit; an in-place resize changes the pod
+// cgroup one resource at a time, around its containers.
+func (m *Manager) Resize(pod *v1.Pod, r v1.ResourceName) error {
+	if m.cfg.Driver == DriverSystemd {
+		return nil
+	}
+	var err error
+	switch r {
+	case v1.ResourceCPU:
+		err = m.writeCPU(m.Parent(pod), qos.ForPodCgroup(pod))
+	case v1.ResourceMemory:
+		err = m.writeMemory(m.Parent(pod), qos.ForPodCgroup(pod))
+	default:
+		err = fmt.Errorf("cgroups: resource %s is not resized", r)
+	}
+	if err != nil {
+		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// MemoryUsage is the memory the pod's cgroup uses, in bytes (v2
+// memory.current, v1 memory.usage_in_bytes); an error with the systemd
+// driver, whose cgroups this package does not keep.
+func (m *Manager) MemoryUsage(pod *v1.Pod) (int64, error) {
+	if m.cfg.Driver == DriverSystemd {
+		return 0, errors.New("cgroups: the systemd driver's pod cgroups are not read")
+	}
+	file := filepath.Join(m.cfg.MountPoint, m.Parent(pod), "memory.current")
+	if !m.v2 {
+		file = filepath.Join(m.cfg.MountPoint, "memory", m.Parent(pod), "memory.usage_in_bytes")
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, fmt.Errorf("cgroups: %w", err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cgroups: %s: %w", file, err)
+	}
+	return n, nil
+}
+
 // Remove removes the pod's cgroup (in every QoS level: the pod's class is
 // not known any more when it is gone). A cgroup still holding processes
 // or container cgroups stays and its error is returned, to be tried again
@@ -288,38 +333,44 @@ func hasWord(s, w string) bool {
 // unset quota or limit is written as unlimited, so a pod resized to no
 // limit loses it.
 func (m *Manager) write(dir string, r qos.PodCgroup) error {
-	var files map[string]string
+	if err := m.writeCPU(dir, r); err != nil {
+		return err
+	}
+	return m.writeMemory(dir, r)
+}
+
+// writeCPU sets the cgroup's cpu shares (v2 weight) and CFS quota.
+func (m *Manager) writeCPU(dir string, r qos.PodCgroup) error {
 	if m.v2 {
 		quota, period := "max", strconv.Itoa(qos.QuotaPeriod)
 		if r.CPUQuota != nil && *r.CPUQuota > 0 {
 			quota, period = strconv.FormatInt(*r.CPUQuota, 10), strconv.FormatInt(*r.CPUPeriod, 10)
 		}
+		return writeFiles(filepath.Join(m.cfg.MountPoint, dir), map[string]string{
+			"cpu.weight": strconv.FormatInt(sharesToWeight(r.CPUShares), 10),
+			"cpu.max":    quota + " " + period,
+		})
+	}
+	cpu := map[string]string{"cpu.shares": strconv.FormatInt(r.CPUShares, 10), "cpu.cfs_quota_us": "-1"}
+	if r.CPUQuota != nil && *r.CPUQuota > 0 {
+		cpu["cpu.cfs_period_us"] = strconv.FormatInt(*r.CPUPeriod, 10)
+		cpu["cpu.cfs_quota_us"] = strconv.FormatInt(*r.CPUQuota, 10)
+	}
+	return writeFiles(filepath.Join(m.cfg.MountPoint, "cpu", dir), cpu)
+}
+
+// writeMemory sets the cgroup's memory limit.
+func (m *Manager) writeMemory(dir string, r qos.PodCgroup) error {
+	if m.v2 {
 		mem := "max"
 		if r.MemoryLimit != nil && *r.MemoryLimit > 0 {
 			mem = strconv.FormatInt(*r.MemoryLimit, 10)
 		}
-		files = map[string]string{
-			"cpu.weight": strconv.FormatInt(sharesToWeight(r.CPUShares), 10),
-			"cpu.max":    quota + " " + period,
-			"memory.max": mem,
-		}
-		return writeFiles(filepath.Join(m.cfg.MountPoint, dir), files)
-	}
-	quota, period := "-1", ""
-	if r.CPUQuota != nil && *r.CPUQuota > 0 {
-		quota, period = strconv.FormatInt(*r.CPUQuota, 10), strconv.FormatInt(*r.CPUPeriod, 10)
+		return writeFiles(filepath.Join(m.cfg.MountPoint, dir), map[string]string{"memory.max": mem})
 	}
 	mem := "-1"
 	if r.MemoryLimit != nil && *r.MemoryLimit > 0 {
 		mem = strconv.FormatInt(*r.MemoryLimit, 10)
-	}
-	cpu := map[string]string{"cpu.shares": strconv.FormatInt(r.CPUShares, 10)}
-	if period != "" {
-		cpu["cpu.cfs_period_us"] = period
-	}
-	cpu["cpu.cfs_quota_us"] = quota
-	if err := writeFiles(filepath.Join(m.cfg.MountPoint, "cpu", dir), cpu); err != nil {
-		return err
 	}
 	return writeFiles(filepath.Join(m.cfg.MountPoint, "memory", dir), map[string]string{"memory.limit_in_bytes": mem})
 }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/wasmlet/wasmlet/host/internal/qos"
 )
 
 func testPod(uid string, req, lim v1.ResourceList) *v1.Pod {
@@ -216,5 +218,52 @@ func TestDetectSwapAndHugePages(t *testing.T) {
 	}
 	if u := HugePageUnit(64 << 10); u != "64KB" {
 		t.Errorf("HugePageUnit(64 KiB) = %s", u)
+	}
+}
+
+// Resize writes one resource of a pod cgroup, on v1 and v2, and leaves
+// the other as it was; MemoryUsage reads the cgroup's usage.
+func TestManager_Resize(t *testing.T) {
+	q := resource.MustParse
+	for _, v2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "v1", true: "v2"}[v2], func(t *testing.T) {
+			mnt := v1Mount(t)
+			if v2 {
+				mnt = t.TempDir()
+			}
+			m := &Manager{cfg: Config{MountPoint: mnt, CgroupRoot: "/", Driver: DriverCgroupfs}, v2: v2}
+			lim := v1.ResourceList{v1.ResourceCPU: q("1"), v1.ResourceMemory: q("1Gi")}
+			p := testPod("r1", lim, lim)
+			for _, d := range []string{"kubepods/podr1", "cpu/kubepods/podr1", "memory/kubepods/podr1"} {
+				os.MkdirAll(filepath.Join(mnt, d), 0o755)
+			}
+			if err := m.write(m.Parent(p), qos.ForPodCgroup(p)); err != nil {
+				t.Fatal(err)
+			}
+			bigger := v1.ResourceList{v1.ResourceCPU: q("2"), v1.ResourceMemory: q("2Gi")}
+			resized := testPod("r1", bigger, bigger)
+			if err := m.Resize(resized, v1.ResourceMemory); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{"memory/kubepods/podr1/memory.limit_in_bytes": "2147483648", "cpu/kubepods/podr1/cpu.cfs_quota_us": "100000"}
+			usage := "memory/kubepods/podr1/memory.usage_in_bytes"
+			if v2 {
+				want = map[string]string{"kubepods/podr1/memory.max": "2147483648", "kubepods/podr1/cpu.max": "100000 100000"}
+				usage = "kubepods/podr1/memory.current"
+			}
+			checkFiles(t, mnt, want)
+			if err := m.Resize(resized, v1.ResourceCPU); err != nil {
+				t.Fatal(err)
+			}
+			if v2 {
+				checkFiles(t, mnt, map[string]string{"kubepods/podr1/cpu.max": "200000 100000"})
+			} else {
+				checkFiles(t, mnt, map[string]string{"cpu/kubepods/podr1/cpu.cfs_quota_us": "200000"})
+			}
+			os.WriteFile(filepath.Join(mnt, usage), []byte("12345\n"), 0o644)
+			if n, err := m.MemoryUsage(resized); err != nil || n != 12345 {
+				t.Errorf("memory usage %d %v, want 12345", n, err)
+			}
+		})
 	}
 }

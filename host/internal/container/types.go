@@ -185,14 +185,17 @@ var (
 	ErrCreateSandbox = errors.New("CreatePodSandboxError")
 	// ErrKillContainer: StopContainer failed.
 	ErrKillContainer = errors.New("KillContainerError")
+	// ErrResizePod: applying a pod's new resources to its running
+	// containers failed.
+	ErrResizePod = errors.New("ResizePodError")
 	// ErrKillPod: stopping a pod failed.
 	ErrKillPod = errors.New("KillPodError")
 )
 
 // StepResult is the outcome of one step of a sync on one target.
 type StepResult struct {
-	// Action is what was done: "KillPod", "KillContainer", "CreatePodSandbox",
-	// "StartContainer".
+	// Action is what was done: "KillPod", "KillContainer", "ResizePod",
+	// "CreatePodSandbox", "StartContainer".
 	Action string
 	// Target names the container or pod.
 	Target string

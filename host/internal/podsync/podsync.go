@@ -84,6 +84,18 @@ type Recorder interface {
 	Event(pod *v1.Pod, eventType, reason, message string)
 }
 
+// Allocation decides pods' resizes and keeps their allocations
+// (allocation.Manager).
+type Allocation interface {
+	status.Resources
+	// Resize decides the resize the pod's spec asks for, if any, and
+	// returns the pod at its allocation, the one to run.
+	Resize(ctx context.Context, pod *v1.Pod) *v1.Pod
+	// Done is told the outcome of the sync's resize (err) and the pod's
+	// state read back from the runtime.
+	Done(pod *v1.Pod, rs *container.PodStatus, err error)
+}
+
 // Config configures a Syncer.
 type Config struct {
 	// Runtime runs the pods.
@@ -113,6 +125,10 @@ type Config struct {
 	Terminated func(pod *v1.Pod)
 	// Registerer receives wasmlet_pod_start_duration_seconds.
 	Registerer prometheus.Registerer
+	// Allocation, when set, decides resizes: the runtime runs each pod at
+	// its allocation, and the status shows the resize conditions and the
+	// containers' allocated and actual resources.
+	Allocation Allocation
 	// Pacer, when set, paces pod starts: a pod with nothing running waits
 	// for a slot before its sandbox and containers are made, and holds it
 	// until they are.
@@ -209,22 +225,44 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 			return err
 		}
 	}
-	res := s.cfg.Runtime.SyncPod(ctx, p, rs, s.cfg.BackOff)
+	run := p
+	if s.cfg.Allocation != nil {
+		run = s.cfg.Allocation.Resize(ctx, p)
+	}
+	res := s.cfg.Runtime.SyncPod(ctx, run, rs, s.cfg.BackOff)
 	slot.Done(res.Error() == nil)
 	s.stepEvents(p, res)
 	if s.cfg.Probes != nil {
 		s.cfg.Probes.UpdatePod(p)
 	}
+	after := rs
 	if len(res.Steps) > 0 {
 		// Read the pod back at once, so its status shows what was just done
 		// without waiting for the next relist.
 		if fresh, ok := s.readBack(ctx, p); ok {
-			api = s.generate(p, fresh, &api)
-			s.cfg.Statuses.SetPodStatus(p, api)
+			after = fresh
 		}
+	}
+	if s.cfg.Allocation != nil {
+		s.cfg.Allocation.Done(p, after, resizeError(res))
+	}
+	if after != rs || s.cfg.Allocation != nil {
+		api = s.generate(p, after, &api)
+		s.cfg.Statuses.SetPodStatus(p, api)
 	}
 	s.observeStart(p, &api)
 	return res.Error()
+}
+
+// resizeError is the error of the sync's in-place resize, nil when it
+// made none or it succeeded.
+func resizeError(res container.SyncResult) error {
+	for _, st := range res.Steps {
+		if st.Action == "ResizePod" && st.Err != nil {
+			return errors.New(st.Message)
+		}
+	}
+	return nil
 }
 
 // stopRemains stops what still runs of a pod whose phase became terminal
@@ -384,6 +422,9 @@ func (s *Syncer) generateWith(p *v1.Pod, rs *container.PodStatus, prev *v1.PodSt
 	}
 	if s.cfg.Probes != nil {
 		in.Probes = s.cfg.Probes
+	}
+	if s.cfg.Allocation != nil {
+		in.Resources = s.cfg.Allocation
 	}
 	return status.Generate(in)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
@@ -236,3 +237,73 @@ func (c sidecarCache) GetNewerThan(ctx context.Context, uid types.UID, _ time.Ti
 	return c.rt.GetPodStatus(ctx, uid, "p", "ns")
 }
 func (sidecarCache) Set(types.UID, *container.PodStatus, error, time.Time) {}
+
+// resizeRuntime is fakeRuntime whose sync reports a failed in-place
+// resize and records the pod it was asked to run.
+type resizeRuntime struct {
+	fakeRuntime
+	ran *v1.Pod
+}
+
+func (f *resizeRuntime) SyncPod(_ context.Context, p *v1.Pod, _ *container.PodStatus, _ *flowcontrol.Backoff) container.SyncResult {
+	f.ran = p
+	var r container.SyncResult
+	r.Add("ResizePod", "ns/p", container.ErrResizePod, "container c: memory limit 1 would be below its memory usage 2")
+	return r
+}
+
+// fakeAllocation allocates 1 cpu to every container and records what
+// Done was told.
+type fakeAllocation struct{ doneErr error }
+
+func (fakeAllocation) Allocated(types.UID, string) (v1.ResourceRequirements, bool) {
+	return v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}, true
+}
+func (fakeAllocation) Actuated(types.UID, string) (v1.ResourceRequirements, bool) {
+	return v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")}}, true
+}
+func (fakeAllocation) Conditions(types.UID) []v1.PodCondition {
+	return []v1.PodCondition{{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, Reason: "Error"}}
+}
+func (fakeAllocation) Resize(_ context.Context, p *v1.Pod) *v1.Pod {
+	q := p.DeepCopy()
+	q.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}
+	return q
+}
+func (a *fakeAllocation) Done(_ *v1.Pod, _ *container.PodStatus, err error) { a.doneErr = err }
+
+// With an allocation manager the runtime runs the pod at its allocation,
+// the manager is told the resize's failure, and the status shows the
+// resize conditions, the allocated and the actuated resources and the
+// observed generation.
+func TestSyncer_Sync_allocation(t *testing.T) {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", Generation: 3},
+		Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways, Containers: []v1.Container{{Name: "c", Image: "img"}}}}
+	rt := &resizeRuntime{}
+	alloc := &fakeAllocation{}
+	statuses := status.NewManager()
+	s, err := New(Config{Runtime: rt, Cache: runtimeCache{&rt.fakeRuntime}, Statuses: statuses, Pods: onePod{p},
+		Records: podstate.New(podstate.Config{}), Events: &recorded{}, Allocation: alloc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Sync(context.Background(), worker.Work{Kind: worker.Sync, Pod: p, First: true})
+	if rt.ran == nil || rt.ran.Spec.Containers[0].Resources.Requests.Cpu().String() != "1" {
+		t.Fatalf("the runtime ran %v, want the pod at its allocation (1 cpu)", rt.ran)
+	}
+	if alloc.doneErr == nil || alloc.doneErr.Error() != "container c: memory limit 1 would be below its memory usage 2" {
+		t.Errorf("Done told %v, want the resize's message", alloc.doneErr)
+	}
+	st, _ := statuses.PodStatus(p.UID)
+	if st.ObservedGeneration != 3 {
+		t.Errorf("observedGeneration %d, want 3", st.ObservedGeneration)
+	}
+	found := false
+	for _, c := range st.Conditions {
+		found = found || (c.Type == v1.PodResizeInProgress && c.Reason == "Error")
+	}
+	cs := st.ContainerStatuses[0]
+	if !found || cs.AllocatedResources.Cpu().String() != "1" || cs.Resources == nil || cs.Resources.Requests.Cpu().String() != "500m" {
+		t.Errorf("conditions %v, allocated %v, resources %v: want InProgress Error, 1 cpu allocated, 500m actual", st.Conditions, cs.AllocatedResources, cs.Resources)
+	}
+}

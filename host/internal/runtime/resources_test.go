@@ -15,6 +15,10 @@ func (f *fakeCgroups) Parent(pod *v1.Pod) string { return "/kubepods/burstable/p
 func (f *fakeCgroups) Ensure(pod *v1.Pod) error  { f.ensured = append(f.ensured, pod.UID); return nil }
 func (f *fakeCgroups) Remove(types.UID) error    { return nil }
 func (f *fakeCgroups) Pods() []types.UID         { return nil }
+func (f *fakeCgroups) Resize(*v1.Pod, v1.ResourceName) error {
+	return nil
+}
+func (f *fakeCgroups) MemoryUsage(*v1.Pod) (int64, error) { return 0, nil }
 
 // The sandbox and container configs carry what the kubelet sends for the
 // pod's resources: the pod cgroup as parent, the summed sandbox

@@ -90,6 +90,11 @@ type Config struct {
 	// gone from the runtime are removed by GarbageCollect. Nil leaves the
 	// cgroups to the runtime (the embedded WASI runtime has none).
 	Cgroups Cgroups
+	// Actuation, when not nil, records the resources applied to each
+	// container (host/internal/allocation): SyncPod resizes the running
+	// containers whose pod's allocation differs from them. Nil resizes
+	// nothing.
+	Actuation Actuation
 	// DNS, when not nil, gives each sandbox its resolver configuration
 	// (host/internal/dns); nil leaves it to the runtime (the host's).
 	DNS DNS
@@ -148,6 +153,11 @@ type Cgroups interface {
 	Parent(pod *v1.Pod) string
 	// Ensure makes the pod's cgroup and writes its limits.
 	Ensure(pod *v1.Pod) error
+	// Resize writes one resource (cpu or memory) of the pod's cgroup from
+	// the pod's resources, for an in-place resize.
+	Resize(pod *v1.Pod, r v1.ResourceName) error
+	// MemoryUsage is the memory the pod's cgroup uses, in bytes.
+	MemoryUsage(pod *v1.Pod) (int64, error)
 	// Remove removes a pod's cgroup; an error means it is still in use.
 	Remove(uid types.UID) error
 	// Pods lists the UIDs of the pod cgroups that exist.

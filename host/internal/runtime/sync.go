@@ -37,6 +37,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 	who := pod.Namespace + "/" + pod.Name
 	// Step 1.
 	a := computePodActions(pod, status, m.started())
+	resizes := m.computeResize(pod, status, &a)
 	m.log.Trace("sync pod", "pod", who, "killPod", a.KillPod, "createSandbox", a.CreateSandbox, "attempt", a.Attempt,
 		"start", len(a.ContainersToStart), "kill", len(a.ContainersToKill), "nextInit", a.NextInitContainerToStart != nil)
 
@@ -55,6 +56,15 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 				result.Add("KillContainer", k.name, fmt.Errorf("%w: %v", container.ErrKillContainer, err), err.Error())
 				return result
 			}
+		}
+	}
+
+	// The running containers whose allocation changed, resized in place.
+	if len(resizes) > 0 {
+		if err := m.resizePod(ctx, pod, resizes); err != nil {
+			result.Add("ResizePod", who, fmt.Errorf("%w: %v", container.ErrResizePod, err), err.Error())
+		} else {
+			result.Add("ResizePod", who, nil, "")
 		}
 	}
 
@@ -256,6 +266,10 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig
 		return container.ErrRunContainer, err.Error()
 	}
 	m.linkLog(pod, c.Name, id, filepath.Join(m.PodLogDir(pod.Namespace, pod.Name, pod.UID), cfg.LogPath))
+	if m.cfg.Actuation != nil {
+		// The instance runs with the container's allocation.
+		m.cfg.Actuation.SetActuated(pod.UID, c.Name, c.Resources)
+	}
 	if m.cfg.Hooks != nil {
 		if _, err := m.cfg.Hooks.Hook(ctx, container.HookPostStart, pod, c); err != nil {
 			msg := fmt.Sprintf("PostStart hook: %v", err)

@@ -51,6 +51,21 @@ type Input struct {
 	// read-only mode as the runtime applies it (the containers' status
 	// volumeMounts say Enabled or Disabled); nil counts as unsupported.
 	RecursiveReadOnly func(pod *v1.Pod, vm v1.VolumeMount) (bool, error)
+	// Resources, when set, gives the containers' allocated and actuated
+	// resources and the pod's resize conditions (allocation.Manager); nil
+	// shows the spec's resources as both.
+	Resources Resources
+}
+
+// Resources are the pods' allocations (allocation.Manager).
+type Resources interface {
+	// Allocated is the container's allocation.
+	Allocated(uid types.UID, name string) (v1.ResourceRequirements, bool)
+	// Actuated are the resources the container runs with.
+	Actuated(uid types.UID, name string) (v1.ResourceRequirements, bool)
+	// Conditions are the pod's PodResizePending and PodResizeInProgress
+	// conditions.
+	Conditions(uid types.UID) []v1.PodCondition
 }
 
 // Probes gives probe results (prober.Manager).
@@ -77,7 +92,7 @@ func Generate(in Input) v1.PodStatus {
 	if prev == nil {
 		prev = &v1.PodStatus{}
 	}
-	s := v1.PodStatus{QOSClass: qos.Class(pod)}
+	s := v1.PodStatus{QOSClass: qos.Class(pod), ObservedGeneration: pod.Generation}
 	s.InitContainerStatuses = containerStatuses(in, rs, pod.Spec.InitContainers, prev.InitContainerStatuses, true)
 	s.ContainerStatuses = containerStatuses(in, rs, pod.Spec.Containers, prev.ContainerStatuses, false)
 	if len(pod.Spec.EphemeralContainers) > 0 {
@@ -123,6 +138,12 @@ func Generate(in Input) v1.PodStatus {
 		s.StartTime = &t
 	}
 	s.Conditions = conditions(pod, rs, &s, prev, now)
+	for i := range s.Conditions {
+		s.Conditions[i].ObservedGeneration = pod.Generation
+	}
+	if in.Resources != nil {
+		s.Conditions = append(s.Conditions, in.Resources.Conditions(pod.UID)...)
+	}
 	// A DisruptionTarget the node gave (an eviction) stays, as the
 	// kubelet keeps it from the pod's status.
 	for _, c := range prev.Conditions {
@@ -208,6 +229,7 @@ func containerStatuses(in Input, rs *container.PodStatus, specs []v1.Container, 
 			}
 		}
 		cs.VolumeMounts = volumeMountStatuses(in, c)
+		setResources(in, c, &cs, init)
 		if init && !container.IsSidecar(c) {
 			// An init container is ready once it has completed, as the
 			// kubelet reports it; a running one is not.
@@ -216,6 +238,47 @@ func containerStatuses(in Input, rs *container.PodStatus, specs []v1.Container, 
 		out = append(out, cs)
 	}
 	return out
+}
+
+// setResources fills a container status' allocatedResources (the
+// allocation's requests) and, while it runs, its resources (those it runs
+// with: cpu and memory requests and limits, and ephemeral storage), as the
+// kubelet reports them for the containers it resizes (app containers and
+// sidecars).
+func setResources(in Input, c *v1.Container, cs *v1.ContainerStatus, init bool) {
+	if init && !container.IsSidecar(c) {
+		return
+	}
+	alloc, act := c.Resources, c.Resources
+	if in.Resources != nil {
+		if a, ok := in.Resources.Allocated(in.Pod.UID, c.Name); ok {
+			alloc, act = a, a
+		}
+		if a, ok := in.Resources.Actuated(in.Pod.UID, c.Name); ok {
+			act = a
+		}
+	}
+	if len(alloc.Requests) > 0 {
+		cs.AllocatedResources = alloc.Requests.DeepCopy()
+	}
+	if cs.State.Running == nil {
+		return
+	}
+	r := &v1.ResourceRequirements{}
+	pick := func(l v1.ResourceList) v1.ResourceList {
+		if l == nil {
+			return nil
+		}
+		out := v1.ResourceList{}
+		for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage} {
+			if q, ok := l[name]; ok {
+				out[name] = q.DeepCopy()
+			}
+		}
+		return out
+	}
+	r.Requests, r.Limits = pick(act.Requests), pick(act.Limits)
+	cs.Resources = r
 }
 
 // volumeMountStatuses are the container's volume mounts as the kubelet

@@ -260,10 +260,7 @@ func (s *Syncer) sync(ctx context.Context, w pending) error {
 // that would change the UID fails).
 func statusPatch(api *v1.Pod, ours v1.PodStatus) ([]byte, error) {
 	merged := ours.DeepCopy()
-	owned := make(map[v1.PodConditionType]bool, len(ours.Conditions))
-	for _, c := range ours.Conditions {
-		owned[c.Type] = true
-	}
+	owned := ownedConditions(ours.Conditions)
 	for _, c := range api.Status.Conditions {
 		if !owned[c.Type] {
 			merged.Conditions = append(merged.Conditions, c)
@@ -284,6 +281,17 @@ func statusPatch(api *v1.Pod, ours v1.PodStatus) ([]byte, error) {
 	return patch, nil
 }
 
+// ownedConditions are the condition types the agent's status speaks for:
+// those it has, and the resize conditions, which the agent alone sets and
+// removes (a resize done takes its condition off the API status).
+func ownedConditions(ours []v1.PodCondition) map[v1.PodConditionType]bool {
+	owned := map[v1.PodConditionType]bool{v1.PodResizePending: true, v1.PodResizeInProgress: true}
+	for _, c := range ours {
+		owned[c.Type] = true
+	}
+	return owned
+}
+
 // sameStatus reports whether the API server's status already says what
 // ours says: ours as it would read back (times at second precision),
 // against theirs restricted to the condition types ours has (other writers'
@@ -297,10 +305,7 @@ func sameStatus(theirs, ours v1.PodStatus) bool {
 	if err := json.Unmarshal(b, &back); err != nil {
 		return false
 	}
-	owned := make(map[v1.PodConditionType]bool, len(back.Conditions))
-	for _, c := range back.Conditions {
-		owned[c.Type] = true
-	}
+	owned := ownedConditions(back.Conditions)
 	t := theirs.DeepCopy()
 	t.Conditions = t.Conditions[:0]
 	for _, c := range theirs.Conditions {

@@ -141,6 +141,9 @@ func TestStatusPatch(t *testing.T) {
 	api.Status = v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{
 		{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [c]"},
 		{Type: "example.com/Gate", Status: v1.ConditionTrue},
+		// A resize done: the agent's status has no such condition any
+		// more, and the patch takes it off.
+		{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue},
 	}}
 	ours := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}
 	patch, err := statusPatch(api, ours)
@@ -153,7 +156,7 @@ func TestStatusPatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Status.Phase != v1.PodRunning || len(got.Status.Conditions) != 2 {
-		t.Fatalf("patched status %+v: want Running with Ready and the foreign condition", got.Status)
+		t.Fatalf("patched status %+v: want Running with Ready and the foreign condition, PodResizeInProgress gone", got.Status)
 	}
 	for _, c := range got.Status.Conditions {
 		if c.Type == v1.PodReady && (c.Status != v1.ConditionTrue || c.Reason != "" || c.Message != "") {
