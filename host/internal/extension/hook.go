@@ -61,7 +61,7 @@ func (e *Extension) Hook(ctx context.Context, point container.HookPoint, pod *v1
 		}
 		out = merge(out, resp.Adjustment, point == container.HookPreCreate)
 	}
-	return adjustmentFromABI(out), nil
+	return adjustmentFromABI(out, nil), nil
 }
 
 // merge lays b over a; env only for containers.
