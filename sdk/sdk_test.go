@@ -31,7 +31,7 @@ func (admitOnly) Admit(AdmitRequest) (Verdict, error) { return Allow(), nil }
 func use(t *testing.T, p any, opts ...Option) {
 	t.Helper()
 	saved := registered
-	registered.admitter, registered.source, registered.hook = nil, nil, nil
+	registered.admitter, registered.source, registered.hook, registered.hooks = nil, nil, nil, pointHooks{}
 	Register(p, opts...)
 	t.Cleanup(func() { registered = saved })
 }
