@@ -30,10 +30,13 @@ import (
 	"github.com/wasmlet/wasmlet/internal/metrictest"
 )
 
-// fixture is a module of this package's testdata or pluginhost's.
+// fixture is a module of this package's testdata or pluginhost's (WAT or
+// C).
 func fixture(name string) string {
-	if _, err := os.Stat(filepath.Join("testdata", name)); err == nil {
-		return filepath.Join("testdata", name)
+	for _, p := range []string{filepath.Join("testdata", name), filepath.Join("..", "pluginhost", "testdata", "c", name)} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
 	}
 	return filepath.Join("..", "pluginhost", "testdata", "wat", name)
 }

@@ -128,3 +128,48 @@ func TestExtension_PreUpdate_failure(t *testing.T) {
 		t.Fatalf("PreUpdate = %v, want the plugin's failure naming it", err)
 	}
 }
+
+// The raw-ABI C hook (pluginhost/testdata/c/cmount.c) asks for a mount:
+// refused until its manifest declares adjust and hostPaths, dropped under
+// Ignore, applied once declared.
+func TestExtension_Hook_cPlugin(t *testing.T) {
+	tests := []struct {
+		name   string
+		extra  string
+		errSub string
+		mounts int
+	}{
+		{"undeclared", "", `adjustment field "mounts" is not declared`, 0},
+		{"adjust without the host path", "permissions:\n  adjust: [mounts]\n  hostPaths: [/srv/other]\n", `mounts[0].hostPath "/srv/shared": not under`, 0},
+		{"undeclared under Ignore", "failurePolicy: Ignore\n", "", 0},
+		{"declared", "permissions:\n  adjust: [mounts]\n  hostPaths: [/srv/shared]\n", "", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			install(t, dir, "cmount", "cmount.wasm", []abi.Kind{abi.KindHook}, tt.extra)
+			e, _ := setup(t, dir, nil)
+			pod := testPod("p")
+			adj, err := e.Hook(context.Background(), container.HookPreCreate, pod, &pod.Spec.Containers[0])
+			if tt.errSub != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errSub) || !strings.Contains(err.Error(), "hook plugin cmount") || !strings.Contains(err.Error(), "pod default/p") {
+					t.Fatalf("Hook = %v, want an error naming the plugin, the pod and %q", err, tt.errSub)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			if adj != nil {
+				got = len(adj.Mounts)
+			}
+			if got != tt.mounts {
+				t.Fatalf("mounts = %d (%+v), want %d", got, adj, tt.mounts)
+			}
+			if got == 1 && (adj.Mounts[0].ContainerPath != "/shared" || !adj.Mounts[0].Readonly) {
+				t.Errorf("mount %+v", adj.Mounts[0])
+			}
+		})
+	}
+}
