@@ -15,7 +15,7 @@ import (
 
 // answering installs the answer fixture as hook plugin name, answering
 // every call with response; extra is more manifest YAML.
-func answering(t *testing.T, dir, name, response, extra string) {
+func answering(t testing.TB, dir, name, response, extra string) {
 	t.Helper()
 	install(t, dir, name, "answer.wasm", []abi.Kind{abi.KindHook}, fmt.Sprintf("config:\n  response: '%s'\n%s", response, extra))
 }
