@@ -9,13 +9,35 @@ import (
 
 // Hooks is called at pod and container lifecycle points; Wasm hook plugins
 // implement it (host/internal/extension translates to and from the plugin
-// ABI). container is nil at pod points. The returned adjustment is honoured
-// at HookPreSandbox (labels, annotations) and HookPreCreate (env, labels,
-// annotations); an error fails that step.
+// ABI). container is nil at pod points. The adjustment Hook returns is
+// honoured at HookPreSandbox (ApplySandbox) and HookPreCreate
+// (ApplyContainer); an error fails that step.
 type Hooks interface {
 	// Hook is called at point for pod (and c, at container points); it
-	// returns the adjustment to apply, nil for none.
+	// returns the merged adjustment of every hook to apply, nil for none.
 	Hook(ctx context.Context, point HookPoint, pod *v1.Pod, c *v1.Container) (*Adjustment, error)
+	// Validate is called with c's final CRI config, after adj (what Hook
+	// returned at HookPreCreate, nil for none) was applied to it; an error
+	// refuses the container (CreateContainerConfigError).
+	Validate(ctx context.Context, pod *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig, adj *Adjustment) error
+	// PreUpdate is called before c's resources are changed to resources;
+	// an error keeps them unchanged.
+	PreUpdate(ctx context.Context, pod *v1.Pod, c *v1.Container, resources *runtimeapi.LinuxContainerResources) error
+	// PostStop is called once c has stopped; it observes only, an error is
+	// for the log.
+	PostStop(ctx context.Context, pod *v1.Pod, c *v1.Container, exit Exit) error
+	// Subscribed reports whether any hook is called at point, so that the
+	// caller gathers what the point needs (a stopped container's status for
+	// HookPostStop) only then.
+	Subscribed(point HookPoint) bool
+}
+
+// Exit is how a container stopped, as HookPostStop reports it.
+type Exit struct {
+	// Code is the exit code; nil when the runtime reports none.
+	Code *int32
+	// Reason is the runtime's reason ("Completed", "Error", "OOMKilled").
+	Reason string
 }
 
 // HookPoint is a pod or container lifecycle point at which Hooks are called.

@@ -51,8 +51,8 @@ func TestEffective(t *testing.T) {
 			ask:   abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustDevices}, HostPaths: []string{"/dev/fuse"}},
 			want:  abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustDevices}, HostPaths: []string{"/dev/fuse"}}},
 		{name: "host path beyond the grant",
-			grant: abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustMounts}, HostPaths: []string{"/srv/data"}},
-			ask:   abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustMounts}, HostPaths: []string{"/srv"}},
+			grant:  abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustMounts}, HostPaths: []string{"/srv/data"}},
+			ask:    abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustMounts}, HostPaths: []string{"/srv"}},
 			errSub: `permissions.hostPaths: the artifact asks for "/srv", which the grant [/srv/data] does not cover`},
 	}
 	for _, tt := range tests {

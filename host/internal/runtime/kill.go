@@ -141,6 +141,7 @@ func (m *Manager) killContainerStatus(ctx context.Context, pod *v1.Pod, spec *v1
 	if err := m.rs.StopContainer(ctx, cs.ID, grace); err != nil {
 		return fmt.Errorf("stop container %s (%s): %w", who, cs.ID, err)
 	}
+	m.postStopKilled(ctx, pod, spec, cs.ID)
 	return nil
 }
 
