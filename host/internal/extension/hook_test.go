@@ -118,6 +118,25 @@ func TestExtension_Validate(t *testing.T) {
 	}
 }
 
+// The answer fixture answers per point: a PreCreate answer is not a
+// PreSandbox one.
+func TestExtension_Hook_perPoint(t *testing.T) {
+	dir := t.TempDir()
+	install(t, dir, "answer", "answer.wasm", []abi.Kind{abi.KindHook},
+		"config:\n  PreCreate: '{\"adjustment\":{\"env\":[{\"name\":\"P\",\"value\":\"create\"}]}}'\n"+
+			"  PreSandbox: '{\"adjustment\":{\"labels\":{\"p\":\"sandbox\"}}}'\n  log: 'yes'\n")
+	e, _ := setup(t, dir, nil)
+	pod := testPod("p")
+	adj, err := e.Hook(context.Background(), container.HookPreCreate, pod, &pod.Spec.Containers[0])
+	if err != nil || adj == nil || len(adj.Env) != 1 || adj.Env[0].Value != "create" || len(adj.Labels) != 0 {
+		t.Fatalf("PreCreate: %+v, %v", adj, err)
+	}
+	adj, err = e.Hook(context.Background(), container.HookPreSandbox, pod, nil)
+	if err != nil || adj == nil || adj.Labels["p"] != "sandbox" {
+		t.Fatalf("PreSandbox: %+v, %v", adj, err)
+	}
+}
+
 func TestExtension_PreUpdate_failure(t *testing.T) {
 	dir := t.TempDir()
 	answering(t, dir, "guard", `{"error":"resize not allowed"}`, "points: [PreUpdate]\n")

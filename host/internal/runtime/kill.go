@@ -32,6 +32,11 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *container.Po
 	if status == nil {
 		return nil
 	}
+	if pod != nil {
+		// A container that exited since the last sync is reported here
+		// when the pod goes straight to termination.
+		m.postStopExited(ctx, pod, status)
+	}
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
