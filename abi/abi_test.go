@@ -83,6 +83,23 @@ func TestManifest_Validate(t *testing.T) {
 		{"monitor hook", func(m *Manifest) { m.Mode, m.Kinds = ModeMonitor, []Kind{KindAdmission, KindHook} }, "only admission plugins can monitor"},
 		{"monitor source", func(m *Manifest) { m.Mode, m.Kinds = ModeMonitor, []Kind{KindSource} }, "only admission plugins can monitor"},
 		{"negative timeout", func(m *Manifest) { m.Permissions.Timeout.Duration = -time.Second }, "timeout"},
+		{"hook points", func(m *Manifest) { m.Kinds, m.Points = []Kind{KindHook}, []HookPoint{HookPreCreate, HookValidate} }, ""},
+		{"points without hook", func(m *Manifest) { m.Points = []HookPoint{HookValidate} }, "points: only hook plugins"},
+		{"unknown point", func(m *Manifest) { m.Kinds, m.Points = []Kind{KindHook}, []HookPoint{"PostCreate"} }, `points: unknown point "PostCreate"`},
+		{"duplicate point", func(m *Manifest) { m.Kinds, m.Points = []Kind{KindHook}, []HookPoint{HookPostStop, HookPostStop} }, `points: "PostStop" listed twice`},
+		{"adjust", func(m *Manifest) {
+			m.Permissions.Adjust, m.Permissions.HostPaths = []AdjustField{AdjustMounts, AdjustResources}, []string{"/srv/data"}
+		}, ""},
+		{"unknown adjust", func(m *Manifest) { m.Permissions.Adjust = []AdjustField{"rlimits"} }, `permissions.adjust: unknown field "rlimits"`},
+		{"duplicate adjust", func(m *Manifest) { m.Permissions.Adjust = []AdjustField{AdjustEnv, AdjustEnv} }, `permissions.adjust: "env" listed twice`},
+		{"relative host path", func(m *Manifest) {
+			m.Permissions.Adjust, m.Permissions.HostPaths = []AdjustField{AdjustDevices}, []string{"dev"}
+		}, `permissions.hostPaths[0] "dev"`},
+		{"unclean host path", func(m *Manifest) {
+			m.Permissions.Adjust, m.Permissions.HostPaths = []AdjustField{AdjustDevices}, []string{"/dev/../etc"}
+		}, "absolute, clean"},
+		{"host paths unused", func(m *Manifest) { m.Permissions.HostPaths = []string{"/dev"} }, "lists neither"},
+		{"mounts without host paths", func(m *Manifest) { m.Permissions.Adjust = []AdjustField{AdjustMounts} }, "need permissions.hostPaths"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,6 +152,11 @@ func TestManifest_Validate_reference(t *testing.T) {
 		{"abi too", func(m *Manifest) { m.ABI = V1 }, "abi: a manifest with image"},
 		{"kinds too", func(m *Manifest) { m.Kinds = []Kind{KindAdmission} }, "kinds: a manifest with image"},
 		{"version too", func(m *Manifest) { m.Version = "1.0.0" }, "version: a manifest with image"},
+		{"points too", func(m *Manifest) { m.Points = []HookPoint{HookValidate} }, "points: a manifest with image"},
+		{"adjust grant", func(m *Manifest) {
+			m.Permissions.Adjust, m.Permissions.HostPaths = []AdjustField{AdjustDevices}, []string{"/dev"}
+		}, ""},
+		{"bad adjust grant", func(m *Manifest) { m.Permissions.Adjust = []AdjustField{"hooks"} }, "permissions.adjust"},
 		{"bad failure policy", func(m *Manifest) { m.FailurePolicy = "Maybe" }, "failurePolicy"},
 		{"bad mode", func(m *Manifest) { m.Mode = "audit" }, "mode"},
 		{"negative timeout", func(m *Manifest) { m.Permissions.Timeout.Duration = -time.Second }, "permissions.timeout"},
@@ -176,6 +198,114 @@ func TestManifest_Validate_reference(t *testing.T) {
 			t.Fatalf("Validate() = %v, want an error naming verification", err)
 		}
 	})
+}
+
+func TestManifest_CallsAt(t *testing.T) {
+	tests := []struct {
+		points []HookPoint
+		at     HookPoint
+		want   bool
+	}{
+		{nil, HookPreCreate, true},
+		{nil, HookPodTerminated, true},
+		{nil, HookValidate, false},
+		{nil, HookPreUpdate, false},
+		{nil, HookPostStop, false},
+		{[]HookPoint{HookValidate}, HookValidate, true},
+		{[]HookPoint{HookValidate}, HookPreCreate, false},
+		{[]HookPoint{HookPostStop, HookPreCreate}, HookPreCreate, true},
+	}
+	for _, tt := range tests {
+		m := Manifest{Points: tt.points}
+		if got := m.CallsAt(tt.at); got != tt.want {
+			t.Errorf("points %v: CallsAt(%s) = %v, want %v", tt.points, tt.at, got, tt.want)
+		}
+	}
+}
+
+func TestPermissions_MayAdjust(t *testing.T) {
+	tests := []struct {
+		adjust []AdjustField
+		f      AdjustField
+		want   bool
+	}{
+		{nil, AdjustEnv, true},
+		{nil, AdjustLabels, true},
+		{nil, AdjustAnnotations, true},
+		{nil, AdjustMounts, false},
+		{nil, AdjustRemove, false},
+		{[]AdjustField{AdjustMounts}, AdjustMounts, true},
+		{[]AdjustField{AdjustMounts}, AdjustEnv, false},
+		{[]AdjustField{AdjustResources, AdjustRemove}, AdjustRemove, true},
+	}
+	for _, tt := range tests {
+		p := Permissions{Adjust: tt.adjust}
+		if got := p.MayAdjust(tt.f); got != tt.want {
+			t.Errorf("adjust %v: MayAdjust(%s) = %v, want %v", tt.adjust, tt.f, got, tt.want)
+		}
+	}
+}
+
+func TestPermissions_HostPathAllowed(t *testing.T) {
+	p := Permissions{HostPaths: []string{"/dev/fuse", "/srv/data"}}
+	tests := []struct {
+		path string
+		want bool
+	}{
+		{"/dev/fuse", true},
+		{"/srv/data", true},
+		{"/srv/data/sub/file", true},
+		{"/srv/database", false},
+		{"/srv/data/../../etc", false},
+		{"/dev/null", false},
+		{"srv/data", false},
+		{"/", false},
+	}
+	for _, tt := range tests {
+		if got := p.HostPathAllowed(tt.path); got != tt.want {
+			t.Errorf("HostPathAllowed(%q) = %v, want %v", tt.path, got, tt.want)
+		}
+	}
+	if !(&Permissions{HostPaths: []string{"/"}}).HostPathAllowed("/etc") {
+		t.Error(`prefix "/" does not cover /etc`)
+	}
+	if (&Permissions{}).HostPathAllowed("/dev/fuse") {
+		t.Error("no prefixes allow a host path")
+	}
+}
+
+func TestAdjustment_Fields(t *testing.T) {
+	one := int64(1)
+	tests := []struct {
+		name string
+		a    *Adjustment
+		want []AdjustField
+	}{
+		{"nil", nil, nil},
+		{"empty", &Adjustment{Resources: &Resources{}, Remove: &Removal{}}, nil},
+		{"env labels", &Adjustment{Labels: map[string]string{"a": "b"}, Env: []EnvVar{{Name: "A"}}}, []AdjustField{AdjustEnv, AdjustLabels}},
+		{"every new field", &Adjustment{
+			Mounts: []Mount{{HostPath: "/a", ContainerPath: "/b"}}, Devices: []Device{{HostPath: "/dev/fuse"}},
+			CDIDevices: []string{"vendor.com/gpu=0"}, Resources: &Resources{MemoryLimitBytes: &one}, OOMScoreAdj: &one,
+			Sysctls: map[string]string{"net.ipv4.ip_forward": "1"}, Remove: &Removal{Mounts: []string{"/b"}},
+		}, []AdjustField{AdjustMounts, AdjustDevices, AdjustCDIDevices, AdjustResources, AdjustOOMScoreAdj, AdjustSysctls, AdjustRemove}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.a.Fields()
+			if strings.Join(fieldStrings(got), ",") != strings.Join(fieldStrings(tt.want), ",") {
+				t.Errorf("Fields() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func fieldStrings(fs []AdjustField) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = string(f)
+	}
+	return out
 }
 
 func TestVerification_Required(t *testing.T) {
@@ -230,6 +360,16 @@ func TestMessages_JSON(t *testing.T) {
 		{SourceResponse{Updates: []PodUpdate{{Op: OpSet, Pods: []json.RawMessage{}}}, NextPollMillis: 5}, `{"updates":[{"op":"SET","pods":[]}],"nextPollMillis":5}`},
 		{HookRequest{Point: HookPreCreate, Pod: json.RawMessage(`{}`)}, `{"point":"PreCreate","pod":{}}`},
 		{HookResponse{Adjustment: &Adjustment{Env: []EnvVar{{Name: "A", Value: "1"}}}}, `{"adjustment":{"env":[{"name":"A","value":"1"}]}}`},
+		{HookRequest{Point: HookPostStop, Pod: json.RawMessage(`{}`), ExitCode: new(int32(0)), Reason: "Completed"}, `{"point":"PostStop","pod":{},"exitCode":0,"reason":"Completed"}`},
+		{HookRequest{Point: HookPreUpdate, Pod: json.RawMessage(`{}`), Resources: &Resources{CPUQuota: new(int64(50000))}}, `{"point":"PreUpdate","pod":{},"resources":{"cpuQuota":50000}}`},
+		{HookResponse{Refuse: "no"}, `{"refuse":"no"}`},
+		{Adjustment{
+			Mounts:    []Mount{{HostPath: "/srv", ContainerPath: "/data", ReadOnly: true, Propagation: PropagationHostToContainer}},
+			Devices:   []Device{{HostPath: "/dev/fuse", Permissions: "rw"}},
+			Resources: &Resources{MemoryLimitBytes: new(int64(1 << 20)), CpusetCPUs: "0", HugepageLimits: []HugepageLimit{{PageSize: "2MB", Limit: 4 << 20}}},
+			Sysctls:   map[string]string{"kernel.shm_rmid_forced": "1"}, Remove: &Removal{Env: []string{"DEBUG"}},
+		}, `{"mounts":[{"hostPath":"/srv","containerPath":"/data","readOnly":true,"propagation":"HostToContainer"}],"devices":[{"hostPath":"/dev/fuse","permissions":"rw"}],` +
+			`"resources":{"cpusetCpus":"0","memoryLimitBytes":1048576,"hugepageLimits":[{"pageSize":"2MB","limit":4194304}]},"sysctls":{"kernel.shm_rmid_forced":"1"},"remove":{"env":["DEBUG"]}}`},
 		{HTTPRequest{Method: "GET", URL: "http://x", Body: []byte("hi")}, `{"method":"GET","url":"http://x","body":"aGk="}`},
 		{NodeInfo{Name: "n"}, `{"name":"n"}`},
 	}

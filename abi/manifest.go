@@ -3,7 +3,9 @@ package abi
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -51,6 +53,11 @@ type Manifest struct {
 	ABI Version `json:"abi"`
 	// Kinds the module implements; each needs its export.
 	Kinds []Kind `json:"kinds"`
+	// Points are the lifecycle points a hook plugin is called at; empty
+	// means DefaultHookPoints. Validate, PreUpdate and PostStop are called
+	// only for a plugin that lists them. An addition: an older host refuses
+	// a manifest that sets it rather than never calling the plugin there.
+	Points []HookPoint `json:"points,omitempty"`
 	// Wasm is the module's file name relative to the manifest; default
 	// "<name>.wasm".
 	Wasm string `json:"wasm,omitempty"`
@@ -116,6 +123,13 @@ type Permissions struct {
 	// Timeout is the per-call deadline as a Go duration ("100ms"); empty
 	// means the host default.
 	Timeout Duration `json:"timeout,omitempty"`
+	// Adjust lists the Adjustment fields a hook may set; empty means
+	// DefaultAdjust (env, labels, annotations). An addition.
+	Adjust []AdjustField `json:"adjust,omitempty"`
+	// HostPaths are the absolute path prefixes on the node a hook's mounts
+	// and devices may use; a mount or device elsewhere is refused. An
+	// addition.
+	HostPaths []string `json:"hostPaths,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string in manifests.
@@ -188,6 +202,9 @@ func (m *Manifest) Validate() error {
 	if m.SHA256 == "" {
 		return fmt.Errorf("sha256: missing")
 	}
+	if err := m.validatePoints(); err != nil {
+		return err
+	}
 	return m.validateNodeSettings()
 }
 
@@ -217,7 +234,67 @@ func (m *Manifest) validateNodeSettings() error {
 	if m.Permissions.Timeout.Duration < 0 {
 		return fmt.Errorf("permissions.timeout: must not be negative")
 	}
+	return m.Permissions.validateAdjust()
+}
+
+// validatePoints checks the hook points: known, each once, hook plugins
+// only.
+func (m *Manifest) validatePoints() error {
+	if len(m.Points) == 0 {
+		return nil
+	}
+	if !m.HasKind(KindHook) {
+		return fmt.Errorf("points: only hook plugins have points; kinds are %v", m.Kinds)
+	}
+	seen := map[HookPoint]bool{}
+	for _, p := range m.Points {
+		if !slices.Contains(HookPoints, p) {
+			return fmt.Errorf("points: unknown point %q (want one of %v)", p, HookPoints)
+		}
+		if seen[p] {
+			return fmt.Errorf("points: %q listed twice", p)
+		}
+		seen[p] = true
+	}
 	return nil
+}
+
+// validateAdjust checks permissions.adjust and permissions.hostPaths:
+// known fields, each once; absolute clean prefixes, and only with mounts or
+// devices to use them (which need at least one).
+func (p *Permissions) validateAdjust() error {
+	seen := map[AdjustField]bool{}
+	for _, f := range p.Adjust {
+		if !knownAdjustField(f) {
+			return fmt.Errorf("permissions.adjust: unknown field %q (want some of %v)", f, AdjustFields)
+		}
+		if seen[f] {
+			return fmt.Errorf("permissions.adjust: %q listed twice", f)
+		}
+		seen[f] = true
+	}
+	for i, hp := range p.HostPaths {
+		if !path.IsAbs(hp) || path.Clean(hp) != hp {
+			return fmt.Errorf("permissions.hostPaths[%d] %q: must be an absolute, clean path", i, hp)
+		}
+	}
+	paths := seen[AdjustMounts] || seen[AdjustDevices]
+	if len(p.HostPaths) > 0 && !paths {
+		return fmt.Errorf("permissions.hostPaths: only mounts and devices use host paths; permissions.adjust lists neither")
+	}
+	if paths && len(p.HostPaths) == 0 {
+		return fmt.Errorf("permissions.adjust: mounts and devices need permissions.hostPaths, the host path prefixes they may use")
+	}
+	return nil
+}
+
+// CallsAt reports whether the hook plugin is called at point p: p is in
+// Points, or Points is empty and p is in DefaultHookPoints.
+func (m *Manifest) CallsAt(p HookPoint) bool {
+	if len(m.Points) == 0 {
+		return slices.Contains(DefaultHookPoints, p)
+	}
+	return slices.Contains(m.Points, p)
 }
 
 // imageRE is the shape of an image reference: a registry host, a
@@ -237,7 +314,7 @@ func (m *Manifest) validateReference() error {
 		set   bool
 	}{
 		{"wasm", m.Wasm != ""}, {"sha256", m.SHA256 != ""}, {"abi", m.ABI != ""},
-		{"kinds", len(m.Kinds) > 0}, {"version", m.Version != ""},
+		{"kinds", len(m.Kinds) > 0}, {"version", m.Version != ""}, {"points", len(m.Points) > 0},
 	} {
 		if f.set {
 			return fmt.Errorf("%s: a manifest with image takes it from the artifact's own manifest; leave it out", f.field)

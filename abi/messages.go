@@ -81,21 +81,39 @@ type HookPoint string
 
 // The lifecycle points of ABI v1.
 const (
-	// HookPreSandbox is called before a pod sandbox is created.
+	// HookPreSandbox is called before a pod sandbox is created; adjustments
+	// apply to the sandbox config.
 	HookPreSandbox HookPoint = "PreSandbox"
 	// HookPreCreate is called before a container is created; adjustments
 	// apply to that container.
 	HookPreCreate HookPoint = "PreCreate"
+	// HookValidate is called once every plugin's PreCreate adjustments are
+	// merged into the container's CRI config (HookRequest.Config); the
+	// plugin may refuse the container (HookResponse.Refuse). An addition,
+	// called only for plugins whose manifest lists it in points.
+	HookValidate HookPoint = "Validate"
 	// HookPostStart is called after a container started.
 	HookPostStart HookPoint = "PostStart"
+	// HookPreUpdate is called before a running container's resources are
+	// changed (HookRequest.Resources are the new ones). An addition, called
+	// only for plugins whose manifest lists it in points.
+	HookPreUpdate HookPoint = "PreUpdate"
 	// HookPreStop is called before a container is stopped.
 	HookPreStop HookPoint = "PreStop"
+	// HookPostStop is called once a container has stopped
+	// (HookRequest.ExitCode, HookRequest.Reason). An addition, called only
+	// for plugins whose manifest lists it in points.
+	HookPostStop HookPoint = "PostStop"
 	// HookPodTerminated is called once a pod's containers and sandbox are gone.
 	HookPodTerminated HookPoint = "PodTerminated"
 )
 
 // HookPoints lists every lifecycle point in lifecycle order.
-var HookPoints = []HookPoint{HookPreSandbox, HookPreCreate, HookPostStart, HookPreStop, HookPodTerminated}
+var HookPoints = []HookPoint{HookPreSandbox, HookPreCreate, HookValidate, HookPostStart, HookPreUpdate, HookPreStop, HookPostStop, HookPodTerminated}
+
+// DefaultHookPoints are the points a hook plugin whose manifest lists no
+// points is called at: the points of the initial ABI v1.
+var DefaultHookPoints = []HookPoint{HookPreSandbox, HookPreCreate, HookPostStart, HookPreStop, HookPodTerminated}
 
 // HookRequest is the input of the hook export.
 type HookRequest struct {
@@ -105,18 +123,38 @@ type HookRequest struct {
 	Pod json.RawMessage `json:"pod"`
 	// Container is the v1.Container concerned, for container points.
 	Container json.RawMessage `json:"container,omitempty"`
+	// Config is the container's final CRI config after every plugin's
+	// adjustments, at Validate only. An addition.
+	Config *ContainerConfig `json:"config,omitempty"`
+	// Resources are the resources the container is being changed to, at
+	// PreUpdate only. An addition.
+	Resources *Resources `json:"resources,omitempty"`
+	// ExitCode is the stopped container's exit code, at PostStop only
+	// (absent when the runtime reports none). An addition.
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	// Reason is the runtime's reason for the stop ("Completed", "Error",
+	// "OOMKilled"), at PostStop only. An addition.
+	Reason string `json:"reason,omitempty"`
 }
 
 // HookResponse is the result of the hook export.
 type HookResponse struct {
-	// Adjustment, honoured at PreSandbox (labels, annotations) and PreCreate
-	// (env, labels, annotations); ignored at other points.
+	// Adjustment is honoured at PreSandbox and PreCreate (each field only
+	// where SPEC.md §3.3 says, and only as the manifest's
+	// permissions.adjust allow); ignored at other points.
 	Adjustment *Adjustment `json:"adjustment,omitempty"`
+	// Refuse, at Validate, refuses the container with this message: it is
+	// not created and waits with reason CreateContainerConfigError. Ignored
+	// at other points. An addition.
+	Refuse string `json:"refuse,omitempty"`
 	// Error, when set, fails the lifecycle step under failure policy Fail.
 	Error string `json:"error,omitempty"`
 }
 
-// Adjustment is a change a hook asks for, in the style of containerd NRI.
+// Adjustment is a change a hook asks for, in the style of containerd NRI,
+// within what the CRI can express. Every field but Env, Labels and
+// Annotations is an addition; each field needs its AdjustField in the
+// manifest's permissions.adjust.
 type Adjustment struct {
 	// Env variables are added to the container, replacing same-named ones.
 	Env []EnvVar `json:"env,omitempty"`
@@ -124,6 +162,25 @@ type Adjustment struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations are added to the CRI sandbox or container config.
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// Mounts are added to the container; one at the same container path
+	// replaces the pod's. Host paths must lie under the manifest's
+	// permissions.hostPaths.
+	Mounts []Mount `json:"mounts,omitempty"`
+	// Devices are added to the container. Host paths must lie under the
+	// manifest's permissions.hostPaths.
+	Devices []Device `json:"devices,omitempty"`
+	// CDIDevices are fully qualified CDI device names
+	// ("vendor.com/class=name") added to the container.
+	CDIDevices []string `json:"cdiDevices,omitempty"`
+	// Resources set fields of the container's Linux resources.
+	Resources *Resources `json:"resources,omitempty"`
+	// OOMScoreAdj sets the container's OOM score adjustment.
+	OOMScoreAdj *int64 `json:"oomScoreAdj,omitempty"`
+	// Sysctls are set on the pod sandbox (PreSandbox only).
+	Sysctls map[string]string `json:"sysctls,omitempty"`
+	// Remove takes away env variables, mounts and annotations the pod spec
+	// put there (never what another plugin added).
+	Remove *Removal `json:"remove,omitempty"`
 }
 
 // EnvVar is one environment variable.
@@ -132,6 +189,113 @@ type EnvVar struct {
 	Name string `json:"name"`
 	// Value of the variable.
 	Value string `json:"value"`
+}
+
+// MountPropagation is a mount's propagation, named as in the Kubernetes
+// API.
+type MountPropagation string
+
+// The mount propagations of the CRI.
+const (
+	// PropagationNone is a private mount, the default.
+	PropagationNone MountPropagation = "None"
+	// PropagationHostToContainer is a recursive slave mount (CRI
+	// PROPAGATION_HOST_TO_CONTAINER).
+	PropagationHostToContainer MountPropagation = "HostToContainer"
+	// PropagationBidirectional is a recursive shared mount (CRI
+	// PROPAGATION_BIDIRECTIONAL).
+	PropagationBidirectional MountPropagation = "Bidirectional"
+)
+
+// Mount is a bind mount of a host path into a container.
+type Mount struct {
+	// HostPath is the absolute path on the node.
+	HostPath string `json:"hostPath"`
+	// ContainerPath is the absolute path in the container.
+	ContainerPath string `json:"containerPath"`
+	// ReadOnly mounts it read-only.
+	ReadOnly bool `json:"readOnly,omitempty"`
+	// Propagation is None (the default), HostToContainer or Bidirectional.
+	Propagation MountPropagation `json:"propagation,omitempty"`
+}
+
+// Device is a host device node made available in a container.
+type Device struct {
+	// HostPath is the device node on the node, e.g. "/dev/fuse".
+	HostPath string `json:"hostPath"`
+	// ContainerPath is where it appears in the container; default HostPath.
+	ContainerPath string `json:"containerPath,omitempty"`
+	// Permissions are the cgroup device permissions, letters of "rwm";
+	// default "rwm".
+	Permissions string `json:"permissions,omitempty"`
+}
+
+// Resources are a container's Linux resources as the CRI has them
+// (LinuxContainerResources). An unset field is left as it is.
+type Resources struct {
+	// CPUShares is the relative CPU weight (cgroup v1 shares).
+	CPUShares *int64 `json:"cpuShares,omitempty"`
+	// CPUQuota is the CFS quota in microseconds per CPUPeriod.
+	CPUQuota *int64 `json:"cpuQuota,omitempty"`
+	// CPUPeriod is the CFS period in microseconds.
+	CPUPeriod *int64 `json:"cpuPeriod,omitempty"`
+	// CpusetCPUs are the CPUs the container may use, e.g. "0-1".
+	CpusetCPUs string `json:"cpusetCpus,omitempty"`
+	// CpusetMems are the memory nodes the container may use.
+	CpusetMems string `json:"cpusetMems,omitempty"`
+	// MemoryLimitBytes is the memory limit in bytes.
+	MemoryLimitBytes *int64 `json:"memoryLimitBytes,omitempty"`
+	// HugepageLimits limit huge pages by page size.
+	HugepageLimits []HugepageLimit `json:"hugepageLimits,omitempty"`
+}
+
+// HugepageLimit limits one huge page size.
+type HugepageLimit struct {
+	// PageSize is the page size as the kernel's hugetlb controller names it,
+	// e.g. "2MB", "1GB".
+	PageSize string `json:"pageSize"`
+	// Limit is the limit in bytes.
+	Limit uint64 `json:"limit"`
+}
+
+// Removal names what an adjustment takes away from the pod spec's
+// container config.
+type Removal struct {
+	// Env are environment variable names.
+	Env []string `json:"env,omitempty"`
+	// Mounts are container paths.
+	Mounts []string `json:"mounts,omitempty"`
+	// Annotations are annotation keys.
+	Annotations []string `json:"annotations,omitempty"`
+}
+
+// ContainerConfig is the typed view of a container's final CRI config a
+// validator sees at Validate: the fields hooks can adjust, after every
+// plugin's adjustments.
+type ContainerConfig struct {
+	// Image is the image reference the container is created from.
+	Image string `json:"image,omitempty"`
+	// Env is the container's environment.
+	Env []EnvVar `json:"env,omitempty"`
+	// Labels of the CRI container config.
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations of the CRI container config.
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Mounts are every mount of the container: the pod's volumes and the
+	// plugins'.
+	Mounts []Mount `json:"mounts,omitempty"`
+	// Devices of the container.
+	Devices []Device `json:"devices,omitempty"`
+	// CDIDevices of the container.
+	CDIDevices []string `json:"cdiDevices,omitempty"`
+	// Resources of the container.
+	Resources *Resources `json:"resources,omitempty"`
+	// OOMScoreAdj of the container.
+	OOMScoreAdj *int64 `json:"oomScoreAdj,omitempty"`
+	// Owners names the plugin that set each adjusted field, by its conflict
+	// key (AdjustField, then ":" and the name or path where the field has
+	// several entries, e.g. "mounts:/data", "resources:memoryLimitBytes").
+	Owners map[string]string `json:"owners,omitempty"`
 }
 
 // HTTPRequest is the input of the http_request import.

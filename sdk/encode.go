@@ -97,6 +97,15 @@ func (e *encoder) str(s string) {
 	e.b = append(b, '"')
 }
 
+// mapField writes "k":{…} with sorted keys, or nothing when m is empty
+// (omitempty).
+func (e *encoder) mapField(k string, m map[string]string) {
+	if len(m) > 0 {
+		e.key(k)
+		e.strMap(m)
+	}
+}
+
 // strMap writes an object with sorted keys.
 func (e *encoder) strMap(m map[string]string) {
 	keys := make([]string, 0, len(m))
@@ -216,44 +225,150 @@ func validJSON(b []byte) bool {
 	return d.end() == nil
 }
 
-// encodeHookResult encodes an abi.HookResponse.
-func encodeHookResult(a Adjustment, err error) []byte {
+// encodeHookResult encodes an abi.HookResponse: a Refusal at Validate as
+// its refuse field, any other error (a refusal elsewhere too) as its error.
+func encodeHookResult(point HookPoint, a Adjustment, err error) []byte {
 	if err != nil {
+		if msg, ok := refusal(err); ok && point == abi.HookValidate {
+			e := encoder{}
+			e.open()
+			e.key("refuse")
+			e.str(msg)
+			e.close()
+			return e.b
+		}
 		return encodeError(abi.KindHook, err.Error())
 	}
 	e := encoder{}
 	e.open()
-	if len(a.Env) > 0 || len(a.Labels) > 0 || len(a.Annotations) > 0 {
+	if !a.Empty() {
 		e.key("adjustment")
-		e.open()
-		if len(a.Env) > 0 {
-			e.key("env")
-			e.b = append(e.b, '[')
-			for i, v := range a.Env {
-				if i > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.open()
-				e.key("name")
-				e.str(v.Name)
-				e.key("value")
-				e.str(v.Value)
-				e.close()
+		e.adjustment(&a)
+	}
+	e.close()
+	return e.b
+}
+
+// adjustment writes an abi.Adjustment's object, its fields in declaration
+// order and empty ones left out, as encoding/json writes it.
+func (e *encoder) adjustment(a *Adjustment) {
+	e.open()
+	if len(a.Env) > 0 {
+		e.key("env")
+		e.list(len(a.Env), func(i int) {
+			e.open()
+			e.key("name")
+			e.str(a.Env[i].Name)
+			e.key("value")
+			e.str(a.Env[i].Value)
+			e.close()
+		})
+	}
+	e.mapField("labels", a.Labels)
+	e.mapField("annotations", a.Annotations)
+	if len(a.Mounts) > 0 {
+		e.key("mounts")
+		e.list(len(a.Mounts), func(i int) {
+			m := &a.Mounts[i]
+			e.open()
+			e.key("hostPath")
+			e.str(m.HostPath)
+			e.key("containerPath")
+			e.str(m.ContainerPath)
+			if m.ReadOnly {
+				e.key("readOnly")
+				e.bool(true)
 			}
-			e.b = append(e.b, ']')
-		}
-		if len(a.Labels) > 0 {
-			e.key("labels")
-			e.strMap(a.Labels)
-		}
-		if len(a.Annotations) > 0 {
-			e.key("annotations")
-			e.strMap(a.Annotations)
+			e.field("propagation", string(m.Propagation))
+			e.close()
+		})
+	}
+	if len(a.Devices) > 0 {
+		e.key("devices")
+		e.list(len(a.Devices), func(i int) {
+			d := &a.Devices[i]
+			e.open()
+			e.key("hostPath")
+			e.str(d.HostPath)
+			e.field("containerPath", d.ContainerPath)
+			e.field("permissions", d.Permissions)
+			e.close()
+		})
+	}
+	if len(a.CDIDevices) > 0 {
+		e.key("cdiDevices")
+		e.list(len(a.CDIDevices), func(i int) { e.str(a.CDIDevices[i]) })
+	}
+	if a.Resources != nil {
+		e.key("resources")
+		e.resources(a.Resources)
+	}
+	if a.OOMScoreAdj != nil {
+		e.key("oomScoreAdj")
+		e.int(*a.OOMScoreAdj)
+	}
+	e.mapField("sysctls", a.Sysctls)
+	if r := a.Remove; r != nil {
+		e.key("remove")
+		e.open()
+		for _, f := range []struct {
+			key  string
+			list []string
+		}{{"env", r.Env}, {"mounts", r.Mounts}, {"annotations", r.Annotations}} {
+			if len(f.list) > 0 {
+				e.key(f.key)
+				e.list(len(f.list), func(i int) { e.str(f.list[i]) })
+			}
 		}
 		e.close()
 	}
 	e.close()
-	return e.b
+}
+
+// resources writes an abi.Resources object, unset fields left out.
+func (e *encoder) resources(r *LinuxResources) {
+	e.open()
+	for _, f := range []struct {
+		key string
+		v   *int64
+	}{{"cpuShares", r.CPUShares}, {"cpuQuota", r.CPUQuota}, {"cpuPeriod", r.CPUPeriod}} {
+		if f.v != nil {
+			e.key(f.key)
+			e.int(*f.v)
+		}
+	}
+	e.field("cpusetCpus", r.CpusetCPUs)
+	e.field("cpusetMems", r.CpusetMems)
+	if r.MemoryLimitBytes != nil {
+		e.key("memoryLimitBytes")
+		e.int(*r.MemoryLimitBytes)
+	}
+	if len(r.HugepageLimits) > 0 {
+		e.key("hugepageLimits")
+		e.list(len(r.HugepageLimits), func(i int) {
+			e.open()
+			e.key("pageSize")
+			e.str(r.HugepageLimits[i].PageSize)
+			e.key("limit")
+			e.b = strconv.AppendUint(e.b, r.HugepageLimits[i].Limit, 10)
+			e.comma = true
+			e.close()
+		})
+	}
+	e.close()
+}
+
+// list writes a JSON array of n elements, each written by elem.
+func (e *encoder) list(n int, elem func(i int)) {
+	e.b = append(e.b, '[')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		elem(i)
+	}
+	e.b = append(e.b, ']')
+	e.comma = true
 }
 
 // encodeHTTPRequest encodes an abi.HTTPRequest.
@@ -264,10 +379,7 @@ func encodeHTTPRequest(r HTTPRequest) []byte {
 	e.str(r.Method)
 	e.key("url")
 	e.str(r.URL)
-	if len(r.Headers) > 0 {
-		e.key("headers")
-		e.strMap(r.Headers)
-	}
+	e.mapField("headers", r.Headers)
 	if len(r.Body) > 0 {
 		e.key("body")
 		e.bytes(r.Body)

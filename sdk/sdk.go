@@ -79,12 +79,44 @@ type Source interface {
 	Poll(req SourceRequest) (SourceResult, error)
 }
 
-// Hook is implemented by a lifecycle hook plugin.
+// Hook is implemented by a lifecycle hook plugin. It is called at every
+// point the manifest's points list (the five points of the initial ABI v1
+// when it lists none) that the plugin does not handle with one of the
+// point interfaces below.
 type Hook interface {
 	// Hook is called at req.Point and may return adjustments (honoured at
-	// PreSandbox and PreCreate). An error fails the step under failure
+	// PreSandbox and PreCreate, as far as the manifest's
+	// permissions.adjust allows). An error fails the step under failure
 	// policy Fail.
 	Hook(req HookRequest) (Adjustment, error)
+}
+
+// The point interfaces: a hook plugin implements those of the points it
+// handles, as a containerd NRI plugin implements the events it subscribes
+// to, and Hook for the others (or not at all). The SDK finds them by type
+// assertion (Points lists what the registered plugin handles); the
+// manifest's points must list each point beyond the initial five, or the
+// host never calls it there.
+
+// Validator is implemented by a hook that validates a container's final CRI
+// config, after every plugin's PreCreate adjustments (point Validate,
+// req.Config). Return Refuse(message) to refuse the container, nil to let
+// it be created; another error fails the creation under failurePolicy Fail.
+type Validator interface {
+	Validate(req HookRequest) error
+}
+
+// PreUpdater is implemented by a hook told before a running container's
+// resources change (point PreUpdate, req.Resources the new ones). An error
+// fails the update under failurePolicy Fail.
+type PreUpdater interface {
+	PreUpdate(req HookRequest) error
+}
+
+// PostStopper is implemented by a hook told once a container has stopped
+// (point PostStop, req.ExitCode and req.Reason).
+type PostStopper interface {
+	PostStop(req HookRequest) error
 }
 
 // AdmitRequest is what an Admitter is asked about. The node and the pods
@@ -192,21 +224,30 @@ type SourceResult struct {
 	NextPoll time.Duration
 }
 
-// HookPoint is a lifecycle point (PreSandbox, PreCreate, PostStart, PreStop,
-// PodTerminated).
+// HookPoint is a lifecycle point (PreSandbox, PreCreate, Validate,
+// PostStart, PreUpdate, PreStop, PostStop, PodTerminated).
 type HookPoint = abi.HookPoint
 
 // The lifecycle points (abi.HookPreSandbox …).
 const (
-	// HookPreSandbox is called before a pod sandbox is created.
+	// HookPreSandbox is called before a pod sandbox is created; adjustments
+	// apply to the sandbox config.
 	HookPreSandbox = abi.HookPreSandbox
 	// HookPreCreate is called before a container is created; adjustments
 	// apply to that container.
 	HookPreCreate = abi.HookPreCreate
+	// HookValidate is called with the container's final CRI config, which
+	// a Validator may refuse.
+	HookValidate = abi.HookValidate
 	// HookPostStart is called after a container started.
 	HookPostStart = abi.HookPostStart
+	// HookPreUpdate is called before a running container's resources change.
+	HookPreUpdate = abi.HookPreUpdate
 	// HookPreStop is called before a container is stopped.
 	HookPreStop = abi.HookPreStop
+	// HookPostStop is called once a container has stopped, with its exit
+	// code and reason.
+	HookPostStop = abi.HookPostStop
 	// HookPodTerminated is called once a pod's containers and sandbox are gone.
 	HookPodTerminated = abi.HookPodTerminated
 )
@@ -215,8 +256,9 @@ const (
 // abi.HookPoints).
 var HookPoints = append([]HookPoint(nil), abi.HookPoints...)
 
-// Adjustment is what a hook asks to change: env, labels, annotations.
-type Adjustment = abi.Adjustment
+// DefaultHookPoints are the points a hook whose manifest lists no points is
+// called at (a copy of abi.DefaultHookPoints).
+var DefaultHookPoints = append([]HookPoint(nil), abi.DefaultHookPoints...)
 
 // EnvVar is an environment variable: a v1.EnvVar without valueFrom in a
 // Container's Env, and what an Adjustment adds to a container. It is one
@@ -231,6 +273,17 @@ type HookRequest struct {
 	Pod Pod
 	// Container is the container concerned at container points, else nil.
 	Container *Container
+	// Config is the container's final CRI config, at Validate only.
+	Config *ContainerConfig
+	// Resources are the resources the container is being changed to, at
+	// PreUpdate only.
+	Resources *LinuxResources
+	// ExitCode is the stopped container's exit code, at PostStop only (nil
+	// when the runtime reports none).
+	ExitCode *int32
+	// Reason is the runtime's reason for the stop ("Completed", "Error",
+	// "OOMKilled"), at PostStop only.
+	Reason string
 }
 
 // Kind is one role a plugin plays: what Kinds lists and Handle serves.
@@ -264,27 +317,46 @@ var registered struct {
 	source   Source
 	hook     Hook
 	checker  ConfigChecker
+	hooks    pointHooks
 	unread   Parts // the parts of a pod left undecoded (Reads); zero decodes all
 }
 
+// pointHooks are the point interfaces a registered plugin implements.
+type pointHooks struct {
+	validator   Validator
+	preUpdater  PreUpdater
+	postStopper PostStopper
+}
+
+// any reports whether the plugin implements a point interface.
+func (h pointHooks) any() bool {
+	return h.validator != nil || h.preUpdater != nil || h.postStopper != nil
+}
+
 // Register makes p the plugin. p must implement at least one of Admitter,
-// Source and Hook; the SDK serves exactly those. Call it from init: in a
-// wasm module built with -buildmode=c-shared, main never runs. Register
-// panics when p implements nothing or when called twice.
+// Source, Hook and the point interfaces (Validator, PreUpdater,
+// PostStopper); the SDK serves exactly those (any of the hook ones makes it
+// a hook plugin). Call it from init: in a wasm module built with
+// -buildmode=c-shared, main never runs. Register panics when p implements
+// nothing or when called twice.
 //
 // Without options every field of sdk.Pod is decoded. Reads(parts) decodes
 // only the basic fields and the named parts, which makes a call cheaper.
 func Register(p any, opts ...Option) {
-	if registered.admitter != nil || registered.source != nil || registered.hook != nil {
+	if registered.admitter != nil || registered.source != nil || registered.hook != nil || registered.hooks.any() {
 		panic("sdk.Register called twice")
 	}
 	a, aok := p.(Admitter)
 	s, sok := p.(Source)
 	h, hok := p.(Hook)
-	if !aok && !sok && !hok {
-		panic(fmt.Sprintf("sdk.Register: %T implements none of sdk.Admitter, sdk.Source, sdk.Hook", p))
+	var ph pointHooks
+	ph.validator, _ = p.(Validator)
+	ph.preUpdater, _ = p.(PreUpdater)
+	ph.postStopper, _ = p.(PostStopper)
+	if !aok && !sok && !hok && !ph.any() {
+		panic(fmt.Sprintf("sdk.Register: %T implements none of sdk.Admitter, sdk.Source, sdk.Hook, sdk.Validator, sdk.PreUpdater, sdk.PostStopper", p))
 	}
-	registered.admitter, registered.source, registered.hook = a, s, h
+	registered.admitter, registered.source, registered.hook, registered.hooks = a, s, h, ph
 	registered.checker, _ = p.(ConfigChecker)
 	registered.unread = 0
 	for _, o := range opts {
@@ -370,14 +442,18 @@ func reads() abi.Reads {
 }
 
 // Kinds lists the kinds the registered plugin implements, in abi.Kinds order.
-func Kinds() []Kind {
-	var ks []Kind
-	for _, k := range abi.Kinds {
-		if handles(k) {
-			ks = append(ks, k)
+func Kinds() []Kind { return filter(abi.Kinds, handles) }
+
+// filter returns the elements of all that keep keeps, in order; nil for
+// none.
+func filter[T any](all []T, keep func(T) bool) []T {
+	var out []T
+	for _, x := range all {
+		if keep(x) {
+			out = append(out, x)
 		}
 	}
-	return ks
+	return out
 }
 
 func handles(k Kind) bool {
@@ -387,9 +463,46 @@ func handles(k Kind) bool {
 	case abi.KindSource:
 		return registered.source != nil
 	case abi.KindHook:
-		return registered.hook != nil
+		return registered.hook != nil || registered.hooks.any()
 	}
 	return false
+}
+
+// Points lists the lifecycle points the registered plugin handles, in
+// lifecycle order: every point of DefaultHookPoints when it implements
+// Hook (which it may also handle the other points with), and Validate,
+// PreUpdate and PostStop when it implements Validator, PreUpdater and
+// PostStopper. The manifest's points say where the host calls it; a point
+// listed here beyond DefaultHookPoints needs to be listed there.
+func Points() []HookPoint { return filter(abi.HookPoints, pointHandled) }
+
+func pointHandled(p HookPoint) bool {
+	switch p {
+	case abi.HookValidate:
+		return registered.hooks.validator != nil
+	case abi.HookPreUpdate:
+		return registered.hooks.preUpdater != nil
+	case abi.HookPostStop:
+		return registered.hooks.postStopper != nil
+	}
+	return registered.hook != nil
+}
+
+// callHook runs the registered plugin at req.Point: the point's interface
+// when the plugin implements it, else Hook, else nothing.
+func callHook(req HookRequest) (Adjustment, error) {
+	h := registered.hooks
+	switch {
+	case req.Point == abi.HookValidate && h.validator != nil:
+		return Adjustment{}, h.validator.Validate(req)
+	case req.Point == abi.HookPreUpdate && h.preUpdater != nil:
+		return Adjustment{}, h.preUpdater.PreUpdate(req)
+	case req.Point == abi.HookPostStop && h.postStopper != nil:
+		return Adjustment{}, h.postStopper.PostStop(req)
+	case registered.hook != nil:
+		return registered.hook.Hook(req)
+	}
+	return Adjustment{}, nil
 }
 
 // Handle runs the registered plugin on one request of the given kind, in
@@ -426,8 +539,8 @@ func Handle(kind Kind, in []byte) (out []byte) {
 		if err != nil {
 			return encodeError(kind, err.Error())
 		}
-		adj, err := registered.hook.Hook(req)
-		return encodeHookResult(adj, err)
+		adj, err := callHook(req)
+		return encodeHookResult(req.Point, adj, err)
 	}
 }
 
@@ -523,6 +636,14 @@ func decodeHookRequest(buf []byte) (HookRequest, error) {
 				r.Container = new(Container)
 			}
 			decodeContainer(d, r.Container)
+		case "config":
+			setNew(d, &r.Config, decodeContainerConfig)
+		case "resources":
+			setNew(d, &r.Resources, decodeLinuxResources)
+		case "exitCode":
+			setPtr(d, &r.ExitCode, &d.int32s, (*decoder).setInt32)
+		case "reason":
+			d.setStr(&r.Reason)
 		default:
 			d.skip()
 		}
@@ -531,4 +652,11 @@ func decodeHookRequest(buf []byte) (HookRequest, error) {
 		return HookRequest{}, fmt.Errorf("hook request: %w", err)
 	}
 	return r, nil
+}
+
+// DecodeHookRequest decodes an abi.HookRequest's JSON as the wasm export
+// does (the pod's parts as the registered plugin Reads them), for native
+// tests that feed a plugin the same bytes the host would.
+func DecodeHookRequest(data []byte) (HookRequest, error) {
+	return decodeHookRequest(clone(data))
 }

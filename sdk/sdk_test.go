@@ -31,7 +31,8 @@ func (admitOnly) Admit(AdmitRequest) (Verdict, error) { return Allow(), nil }
 func use(t *testing.T, p any, opts ...Option) {
 	t.Helper()
 	saved := registered
-	registered.admitter, registered.source, registered.hook, registered.checker = nil, nil, nil, nil
+	registered.admitter, registered.source, registered.hook, registered.hooks = nil, nil, nil, pointHooks{}
+	registered.checker = nil
 	Register(p, opts...)
 	t.Cleanup(func() { registered = saved })
 }

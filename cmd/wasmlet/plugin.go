@@ -280,8 +280,8 @@ func pluginTest(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	if !m.HasKind(abi.KindAdmission) {
-		return fail(fmt.Errorf("%s: kinds %v: only admission plugins have test cases", mpath, m.Kinds))
+	if !m.HasKind(abi.KindAdmission) && !m.HasKind(abi.KindHook) {
+		return fail(fmt.Errorf("%s: kinds %v: only admission and hook plugins have test cases", mpath, m.Kinds))
 	}
 	cases, err := fixture.ReadCases(dir)
 	if err != nil {
@@ -307,7 +307,7 @@ func pluginTest(args []string, stdout, stderr io.Writer) int {
 	failed := 0
 	for _, c := range cases {
 		start := time.Now()
-		err := runCase(ctx, manifestPath, &c)
+		err := runCase(ctx, manifestPath, m, &c)
 		took := time.Since(start).Round(time.Millisecond)
 		if err != nil {
 			failed++
@@ -388,9 +388,18 @@ func completeManifest(manifest string, m abi.Manifest, wasm string) (string, fun
 	return path, func() { os.RemoveAll(tmp) }, nil
 }
 
-// runCase loads the plugin with the case's config and checks its verdict.
-// Each case gets a fresh plugin: no state leaks from one case to the next.
-func runCase(ctx context.Context, manifestPath string, c *fixture.Case) error {
+// runCase loads the plugin with the case's config and checks its verdict
+// (an admission case) or its outcome against the case and the manifest m
+// (a hook case). Each case gets a fresh plugin: no state leaks from one
+// case to the next.
+func runCase(ctx context.Context, manifestPath string, m abi.Manifest, c *fixture.Case) error {
+	want := abi.KindAdmission
+	if c.IsHook() {
+		want = abi.KindHook
+	}
+	if !m.HasKind(want) {
+		return fmt.Errorf("a %s case, and the manifest's kinds are %v", want, m.Kinds)
+	}
 	p, err := plugin.Load(ctx, plugin.LoadConfig{
 		Path:         manifestPath,
 		PluginConfig: c.Config,
@@ -400,6 +409,17 @@ func runCase(ctx context.Context, manifestPath string, c *fixture.Case) error {
 		return err
 	}
 	defer p.Close(ctx)
+	if c.IsHook() {
+		req, err := c.HookRequest()
+		if err != nil {
+			return err
+		}
+		resp, err := p.Hook(ctx, &req)
+		if resp == nil {
+			return err
+		}
+		return c.CheckHook(m, *resp)
+	}
 	req := c.Request()
 	resp, err := p.Admit(ctx, &req)
 	if err != nil {

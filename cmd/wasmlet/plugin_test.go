@@ -28,7 +28,8 @@ func builtPlugins(t *testing.T) string {
 	buildOnce.Do(func() {
 		builtDir = filepath.Join(plugintest.CacheDir(), "build", "cmd-wasmlet")
 		cmd := exec.Command("../../hack/build-plugins.sh", builtDir,
-			"examples/plugins/deny-privileged", "examples/plugins/deny-privileged-c")
+			"examples/plugins/deny-privileged", "examples/plugins/deny-privileged-c",
+			"plugins/device-injector", "plugins/resource-adjuster", "plugins/validator")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = err
 			t.Logf("%s", out)
@@ -138,6 +139,52 @@ func TestRunPlugin_Test(t *testing.T) {
 	writeTestFile(t, dir, "tests/d-bad.yaml", "pod: {}\n")
 	if code, _, errOut := runCmd(pluginCmd, "test", "--wasm", wasm, dir); code != exitError || !strings.Contains(errOut, "d-bad.yaml: expect.allowed is required") {
 		t.Errorf("bad case: exit %d, stderr %s", code, errOut)
+	}
+}
+
+// TestRunPlugin_Test_hooks runs the hook plugins' cases (tests/*.yaml with
+// a hook block) and checks a wrong hook expectation, and an adjustment the
+// manifest does not grant, fail their cases.
+func TestRunPlugin_Test_hooks(t *testing.T) {
+	plugins := builtPlugins(t)
+	for _, name := range []string{"device-injector", "resource-adjuster", "validator"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("../../plugins", name)
+			cases, err := filepath.Glob(filepath.Join(dir, "tests", "*.yaml"))
+			if err != nil || len(cases) == 0 {
+				t.Fatalf("no cases in %s: %v", dir, err)
+			}
+			code, out, errOut := runCmd(pluginCmd, "test", "--wasm", filepath.Join(plugins, name+".wasm"), dir)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+			}
+			if n := strings.Count(out, "PASS  "); n != len(cases) {
+				t.Errorf("%d PASS lines, want %d:\n%s", n, len(cases), out)
+			}
+		})
+	}
+
+	dir := t.TempDir()
+	tmpl, err := os.ReadFile("../../plugins/device-injector/plugin.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := "pod:\n  metadata: {name: p, annotations: {devices.nri.io: \"- path: /dev/fuse\"}}\n  spec: {containers: [{name: c, image: i}]}\n"
+	writeTestFile(t, dir, "plugin.yaml", string(tmpl))
+	writeTestFile(t, dir, "tests/a-good.yaml", "hook: {point: PreCreate, container: c}\nexpect: {adjustment: {devices: [{hostPath: /dev/fuse}]}}\n"+pod)
+	writeTestFile(t, dir, "tests/b-wrong.yaml", "hook: {point: PreCreate, container: c}\nexpect: {}\n"+pod)
+	writeTestFile(t, dir, "tests/c-not-called.yaml", "hook: {point: PostStop, container: c}\nexpect: {}\n"+pod)
+	code, out, _ := runCmd(pluginCmd, "test", "--wasm", filepath.Join(plugins, "device-injector.wasm"), dir)
+	if code != 1 || !strings.Contains(out, "PASS  a-good") || !strings.Contains(out, `FAIL  b-wrong`) || !strings.Contains(out, "want none") ||
+		!strings.Contains(out, "FAIL  c-not-called") || !strings.Contains(out, "do not list PostStop") {
+		t.Errorf("exit %d, want 1:\n%s", code, out)
+	}
+	// The same module under a manifest that grants no devices: the case
+	// fails where the host would refuse the adjustment.
+	writeTestFile(t, dir, "plugin.yaml", strings.Replace(string(tmpl), "adjust: [devices, mounts, cdiDevices]", "adjust: [mounts, cdiDevices]", 1))
+	code, out, _ = runCmd(pluginCmd, "test", "--wasm", filepath.Join(plugins, "device-injector.wasm"), dir)
+	if code != 1 || !strings.Contains(out, "FAIL  a-good") || !strings.Contains(out, "sets devices, which the manifest's permissions.adjust does not grant") {
+		t.Errorf("ungranted devices: exit %d, want 1:\n%s", code, out)
 	}
 }
 

@@ -50,6 +50,9 @@ func (s *runtimeServer) CreateContainer(ctx context.Context, req *runtimeapi.Cre
 	if _, err := r.modules.get(ctx, img, display); err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "create container %s: %v", md.Name, err)
 	}
+	if err := checkUnsupported(cfg); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "create container %s: %v", md.Name, err)
+	}
 	mounts, err := checkMounts(cfg.GetMounts())
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "create container %s: %v", md.Name, err)
@@ -92,8 +95,10 @@ func (s *runtimeServer) CreateContainer(ctx context.Context, req *runtimeapi.Cre
 	c.mu.Lock()
 	r.saveContainer(c)
 	c.mu.Unlock()
-	if res := cfg.GetLinux().GetResources(); res.GetCpuQuota() > 0 || res.GetCpusetCpus() != "" {
-		r.log.Warn("CPU limits are not enforced by the WASI runtime", "container", c.ID, "name", md.Name, "sandbox", sb.ID)
+	if res := cfg.GetLinux().GetResources(); res.GetCpuQuota() > 0 {
+		// Every container with a CPU limit carries a quota (and shares):
+		// accepted, not enforced.
+		r.log.Debug("CPU shares and quota are not enforced by the WASI runtime", "container", c.ID, "name", md.Name, "sandbox", sb.ID)
 	}
 	r.log.Debug("container created", "container", c.ID, "name", md.Name, "sandbox", sb.ID, "image", display)
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.ID}, nil
@@ -116,6 +121,30 @@ func argv(command, args []string, img image.Image, name string) []string {
 		return append([]string{}, img.Cmd...)
 	}
 	return append([]string{name}, args...)
+}
+
+// checkUnsupported refuses what a WASI module cannot be given, naming the
+// config field: devices, CDI devices, a cpuset, huge page limits (the
+// zero limits every container carries are fine). The memory limit becomes
+// the module's memory cap and mounts pre-opened directories; CPU shares and
+// quota are accepted and not enforced.
+func checkUnsupported(cfg *runtimeapi.ContainerConfig) error {
+	if len(cfg.GetDevices()) > 0 {
+		return fmt.Errorf("devices (%s): a WASI module has no device nodes", cfg.GetDevices()[0].GetHostPath())
+	}
+	if len(cfg.GetCDIDevices()) > 0 {
+		return fmt.Errorf("CDI_devices (%s): a WASI module has no device nodes", cfg.GetCDIDevices()[0].GetName())
+	}
+	res := cfg.GetLinux().GetResources()
+	if res.GetCpusetCpus() != "" || res.GetCpusetMems() != "" {
+		return fmt.Errorf("linux.resources.cpuset_cpus/cpuset_mems (%q/%q): the WASI runtime cannot pin a module to CPUs or memory nodes", res.GetCpusetCpus(), res.GetCpusetMems())
+	}
+	for _, h := range res.GetHugepageLimits() {
+		if h.GetLimit() > 0 {
+			return fmt.Errorf("linux.resources.hugepage_limits (%s: %d): a WASI module's memory has no huge pages", h.GetPageSize(), h.GetLimit())
+		}
+	}
+	return nil
 }
 
 // checkMounts keeps the directory mounts (WASI pre-opens only directories);

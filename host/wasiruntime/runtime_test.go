@@ -265,6 +265,38 @@ func TestRuntime_CreateContainer(t *testing.T) {
 			}
 		})
 	}
+	// What a module cannot be given is refused, naming the field; zero huge
+	// page limits (every container carries them) and CPU quota are not.
+	linux := func(r *runtimeapi.LinuxContainerResources) *runtimeapi.LinuxContainerConfig {
+		return &runtimeapi.LinuxContainerConfig{Resources: r}
+	}
+	for _, tt := range []struct {
+		name    string
+		cfg     *runtimeapi.ContainerConfig
+		wantErr string
+	}{
+		{"device", &runtimeapi.ContainerConfig{Devices: []*runtimeapi.Device{{HostPath: "/dev/fuse", ContainerPath: "/dev/fuse"}}}, "devices (/dev/fuse)"},
+		{"cdi", &runtimeapi.ContainerConfig{CDIDevices: []*runtimeapi.CDIDevice{{Name: "vendor.com/gpu=0"}}}, "CDI_devices (vendor.com/gpu=0)"},
+		{"cpuset", &runtimeapi.ContainerConfig{Linux: linux(&runtimeapi.LinuxContainerResources{CpusetCpus: "0"})}, "linux.resources.cpuset_cpus"},
+		{"hugepages", &runtimeapi.ContainerConfig{Linux: linux(&runtimeapi.LinuxContainerResources{HugepageLimits: []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 2 << 20}}})}, "linux.resources.hugepage_limits (2MB"},
+		{"quota and zero hugepages", &runtimeapi.ContainerConfig{Linux: linux(&runtimeapi.LinuxContainerResources{CpuQuota: 50000, CpuPeriod: 100000, CpuShares: 512,
+			HugepageLimits: []*runtimeapi.HugepageLimit{{PageSize: "2MB"}}})}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg
+			cfg.Metadata, cfg.Image = &runtimeapi.ContainerMetadata{Name: "unsupported-" + tt.name}, &runtimeapi.ImageSpec{Image: testboxImage}
+			_, err := h.rs.CreateContainer(context.Background(), sb, cfg, sbCfg)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("CreateContainer = %v", err)
+				}
+				return
+			}
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("CreateContainer = %v, want InvalidArgument naming %q", err, tt.wantErr)
+			}
+		})
+	}
 	// The same name twice in one sandbox and attempt is refused, as in containerd.
 	h.container(t, sb, sbCfg, "twice", nil, nil)
 	if _, err := h.rs.CreateContainer(context.Background(), sb, &runtimeapi.ContainerConfig{

@@ -260,3 +260,79 @@ func FuzzDecodePod(f *testing.F) {
 		}
 	})
 }
+
+// hookFields are the fields of an abi.HookRequest, as the reference decodes
+// them.
+type hookFields struct {
+	Point     sdk.HookPoint        `json:"point"`
+	Pod       sdk.Pod              `json:"pod"`
+	Container *sdk.Container       `json:"container"`
+	Config    *sdk.ContainerConfig `json:"config"`
+	Resources *sdk.LinuxResources  `json:"resources"`
+	ExitCode  *int32               `json:"exitCode"`
+	Reason    string               `json:"reason"`
+}
+
+// checkHookRequest decodes data with sdk.DecodeHookRequest and the
+// reference: both reject it, or both accept it with equal fields.
+func checkHookRequest(t *testing.T, data []byte) {
+	t.Helper()
+	got, err := sdk.DecodeHookRequest(data)
+	var want hookFields
+	werr := reference(data, &want)
+	if (err == nil) != (werr == nil) {
+		t.Fatalf("input %q: sdk error %v, reference error %v", data, err, werr)
+	}
+	if err != nil {
+		return
+	}
+	have := hookFields{Point: got.Point, Pod: got.Pod, Container: got.Container, Config: got.Config, Resources: got.Resources, ExitCode: got.ExitCode, Reason: got.Reason}
+	if !reflect.DeepEqual(have, want) {
+		t.Fatalf("input %q: differs\n got %#v\nwant %#v", data, have, want)
+	}
+}
+
+// hookCases are hook requests with the fields of the later points: a
+// Validate request's config, a PreUpdate request's resources, a PostStop
+// request's exit code and reason.
+var hookCases = []string{
+	`{"point":"PreCreate","pod":{"metadata":{"name":"p"}},"container":{"name":"c","image":"i"}}`,
+	`{"point":"PostStop","pod":{},"exitCode":137,"reason":"OOMKilled"}`,
+	`{"point":"PostStop","exitCode":null,"reason":null}`,
+	`{"point":"PostStop","exitCode":-1,"exitCode":2}`,
+	`{"point":"PreUpdate","resources":{"cpuShares":512,"cpuQuota":50000,"cpuPeriod":100000,"cpusetCpus":"0-1","cpusetMems":"0","memoryLimitBytes":67108864,"hugepageLimits":[{"pageSize":"2MB","limit":4194304},{"pageSize":"1GB","limit":18446744073709551615}]}}`,
+	`{"point":"PreUpdate","resources":{"memoryLimitBytes":null,"hugepageLimits":null}}`,
+	`{"point":"PreUpdate","resources":{"hugepageLimits":[]},"resources":null}`,
+	`{"point":"Validate","config":{"image":"nginx","env":[{"name":"A","value":"1"}],"labels":{"l":"v"},"annotations":{"a":"b"},` +
+		`"mounts":[{"hostPath":"/srv","containerPath":"/data","readOnly":true,"propagation":"HostToContainer"},{"hostPath":"/x","containerPath":"/y"}],` +
+		`"devices":[{"hostPath":"/dev/fuse","containerPath":"/dev/fuse","permissions":"rwm"}],"cdiDevices":["v.com/gpu=0"],` +
+		`"resources":{"memoryLimitBytes":1},"oomScoreAdj":-998,"owners":{"mounts:/y":"injector","resources:memoryLimitBytes":"adjuster"},"x":[1,{"y":null}]}}`,
+	`{"point":"Validate","config":{"mounts":[],"devices":[],"cdiDevices":[],"env":[]}}`,
+	`{"point":"Validate","config":{"mounts":[{"hostPath":"/a"}],"mounts":[{"containerPath":"/b"}]}}`,
+	`{"point":"Validate","config":{"oomScoreAdj":5,"oomScoreAdj":null,"labels":{"a":"1"},"labels":{"b":"2"}}}`,
+	`{"point":"Validate","config":null}`,
+}
+
+func TestDecodeHookRequest_Cases(t *testing.T) {
+	for _, in := range hookCases {
+		checkHookRequest(t, []byte(in))
+	}
+	for _, bad := range []string{
+		`{"exitCode":1.5}`, `{"exitCode":"1"}`, `{"config":{"mounts":{}}}`, `{"config":{"mounts":[{"readOnly":1}]}}`,
+		`{"resources":{"hugepageLimits":[{"limit":-1}]}}`, `{"resources":{"cpuShares":9223372036854775808}}`,
+		`{"config":{"owners":{"a":1}}}`, `{"reason":5}`, `{"pod":5}`, `{"container":[]}`,
+	} {
+		checkHookRequest(t, []byte(bad))
+	}
+}
+
+// FuzzDecodeHookRequest checks the hook request's fields against the
+// reference on any input: both reject, or both accept with equal values.
+func FuzzDecodeHookRequest(f *testing.F) {
+	for _, s := range hookCases {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkHookRequest(t, data)
+	})
+}

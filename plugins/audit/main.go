@@ -1,13 +1,16 @@
 // Command audit is wasmlet's first-party hook plugin that logs every
-// lifecycle event (PreSandbox, PreCreate, PostStart, PreStop,
-// PodTerminated) through the host's log function, one line each:
+// lifecycle event (PreSandbox, PreCreate, Validate, PostStart, PreUpdate,
+// PreStop, PostStop, PodTerminated) through the host's log function, one
+// line each; a PostStop line ends with the exit code and the reason:
 //
 //	audit: PreCreate pod default/web-node1 uid 1f0c… container web image nginx:1.27
+//	audit: PostStop pod default/web-node1 uid 1f0c… container web image nginx:1.27 exit code 137 reason OOMKilled
 //
 // Config: level (debug, info, warn; default info).
 package main
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/wasmlet/wasmlet/sdk"
@@ -35,6 +38,14 @@ func Line(req sdk.HookRequest) string {
 		b.WriteString(c.Name)
 		b.WriteString(" image ")
 		b.WriteString(c.Image)
+	}
+	if req.ExitCode != nil {
+		b.WriteString(" exit code ")
+		b.WriteString(strconv.Itoa(int(*req.ExitCode)))
+	}
+	if req.Reason != "" {
+		b.WriteString(" reason ")
+		b.WriteString(req.Reason)
 	}
 	return b.String()
 }

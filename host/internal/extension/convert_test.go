@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"testing"
 
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/container"
@@ -127,6 +129,9 @@ func TestHookPointFromABI(t *testing.T) {
 	want := map[abi.HookPoint]container.HookPoint{
 		abi.HookPreSandbox:    container.HookPreSandbox,
 		abi.HookPreCreate:     container.HookPreCreate,
+		abi.HookValidate:      container.HookValidate,
+		abi.HookPreUpdate:     container.HookPreUpdate,
+		abi.HookPostStop:      container.HookPostStop,
 		abi.HookPostStart:     container.HookPostStart,
 		abi.HookPreStop:       container.HookPreStop,
 		abi.HookPodTerminated: container.HookPodTerminated,
@@ -149,8 +154,8 @@ func TestHookPointFromABI(t *testing.T) {
 			t.Errorf("hookPointToABI(hookPointFromABI(%q)) = %q, %v", p, back, ok)
 		}
 	}
-	if got, ok := hookPointFromABI("PostStop"); ok {
-		t.Errorf("hookPointFromABI(PostStop) = %q, want no point", got)
+	if got, ok := hookPointFromABI("PostCreate"); ok {
+		t.Errorf("hookPointFromABI(PostCreate) = %q, want no point", got)
 	}
 }
 
@@ -166,34 +171,53 @@ func TestHookPointToABI(t *testing.T) {
 			t.Errorf("hookPointFromABI(hookPointToABI(%q)) = %q, %v", p, back, ok)
 		}
 	}
-	if got, ok := hookPointToABI("PostStop"); ok {
-		t.Errorf("hookPointToABI(PostStop) = %q, want no point", got)
+	if got, ok := hookPointToABI("PostCreate"); ok {
+		t.Errorf("hookPointToABI(PostCreate) = %q, want no point", got)
 	}
 }
 
 func TestAdjustmentFromABI(t *testing.T) {
-	if got := adjustmentFromABI(nil); got != nil {
+	if got := adjustmentFromABI(nil, nil); got != nil {
 		t.Errorf("adjustmentFromABI(nil) = %+v", got)
 	}
+	mem, oom := int64(64<<20), int64(-500)
 	in := &abi.Adjustment{
 		Env:         []abi.EnvVar{{Name: "B", Value: "2"}, {Name: "A", Value: "1"}},
 		Labels:      map[string]string{"l": "v"},
 		Annotations: map[string]string{"a": "w"},
+		Mounts:      []abi.Mount{{HostPath: "/srv", ContainerPath: "/data", ReadOnly: true, Propagation: abi.PropagationHostToContainer}},
+		Devices:     []abi.Device{{HostPath: "/dev/fuse", ContainerPath: "/dev/fuse", Permissions: "rw"}},
+		CDIDevices:  []string{"vendor.com/gpu=0"},
+		Resources:   &abi.Resources{MemoryLimitBytes: &mem, CpusetCPUs: "0", HugepageLimits: []abi.HugepageLimit{{PageSize: "2MB", Limit: 2 << 20}}},
+		OOMScoreAdj: &oom,
+		Sysctls:     map[string]string{"kernel.shm_rmid_forced": "1"},
+		Remove:      &abi.Removal{Env: []string{"X"}, Mounts: []string{"/m"}, Annotations: []string{"k"}},
 	}
+	owners := map[string]string{"mounts:/data": "p"}
 	want := &container.Adjustment{
 		Env:         []container.EnvVar{{Name: "B", Value: "2"}, {Name: "A", Value: "1"}},
 		Labels:      map[string]string{"l": "v"},
 		Annotations: map[string]string{"a": "w"},
+		Mounts: []*runtimeapi.Mount{{HostPath: "/srv", ContainerPath: "/data", Readonly: true,
+			Propagation: runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER}},
+		Devices:     []*runtimeapi.Device{{HostPath: "/dev/fuse", ContainerPath: "/dev/fuse", Permissions: "rw"}},
+		CDIDevices:  []string{"vendor.com/gpu=0"},
+		Resources:   &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: mem, CpusetCpus: "0", HugepageLimits: []*runtimeapi.HugepageLimit{{PageSize: "2MB", Limit: 2 << 20}}},
+		OOMScoreAdj: &oom,
+		Sysctls:     map[string]string{"kernel.shm_rmid_forced": "1"},
+		Remove:      container.Removal{Env: []string{"X"}, Mounts: []string{"/m"}, Annotations: []string{"k"}},
+		Owners:      owners,
 	}
-	if got := adjustmentFromABI(in); !reflect.DeepEqual(got, want) {
+	if got := adjustmentFromABI(in, owners); !reflect.DeepEqual(got, want) {
 		t.Errorf("adjustmentFromABI = %+v, want %+v", got, want)
 	}
-	if got := adjustmentFromABI(&abi.Adjustment{}); !reflect.DeepEqual(got, &container.Adjustment{}) {
+	if got := adjustmentFromABI(&abi.Adjustment{}, nil); !reflect.DeepEqual(got, &container.Adjustment{}) {
 		t.Errorf("adjustmentFromABI(empty) = %+v", got)
 	}
-	// Every field of the ABI's adjustment has its counterpart: a field added
-	// to abi.Adjustment must be translated too.
-	if a, r := reflect.TypeFor[abi.Adjustment]().NumField(), reflect.TypeFor[container.Adjustment]().NumField(); a != r {
+	// Every field of the ABI's adjustment has its counterpart (and the
+	// runtime's has Owners besides): a field added to abi.Adjustment must be
+	// translated too.
+	if a, r := reflect.TypeFor[abi.Adjustment]().NumField(), reflect.TypeFor[container.Adjustment]().NumField(); a != r-1 {
 		t.Errorf("abi.Adjustment has %d fields, container.Adjustment %d: translate the new one in adjustmentFromABI", a, r)
 	}
 }

@@ -43,7 +43,8 @@ func render(p *pluginsv1.WasmletPlugin) (map[string][]byte, error) {
 	}
 	s := p.Spec
 	m := refManifest{Name: p.Name, Image: s.Image, Config: s.Config, Mode: s.Mode, FailurePolicy: s.FailurePolicy, Order: s.Order}
-	if len(s.Permissions.AllowedHosts) > 0 || s.Permissions.MemoryPages > 0 || s.Permissions.Timeout.Duration != 0 {
+	if perms := s.Permissions; len(perms.AllowedHosts) > 0 || perms.MemoryPages > 0 || perms.Timeout.Duration != 0 ||
+		len(perms.Adjust) > 0 || len(perms.HostPaths) > 0 {
 		perms := s.Permissions
 		m.Permissions = &perms
 	}

@@ -35,6 +35,16 @@ func effective(ref, art abi.Manifest, d Defaults) (abi.Manifest, error) {
 			return abi.Manifest{}, fmt.Errorf("permissions.allowedHosts: the artifact asks for %q, which the grant %v does not cover", h, grant.AllowedHosts)
 		}
 	}
+	for _, f := range ask.Adjust {
+		if !grant.MayAdjust(f) {
+			return abi.Manifest{}, fmt.Errorf("permissions.adjust: the artifact asks for %q, which the grant %v does not cover", f, grantedAdjust(grant))
+		}
+	}
+	for _, hp := range ask.HostPaths {
+		if !grant.HostPathAllowed(hp) {
+			return abi.Manifest{}, fmt.Errorf("permissions.hostPaths: the artifact asks for %q, which the grant %v does not cover", hp, grant.HostPaths)
+		}
+	}
 	// An unset grant is the host's default; an unset request runs at the
 	// grant.
 	pages := func(v uint32) uint32 {
@@ -65,6 +75,15 @@ func effective(ref, art abi.Manifest, d Defaults) (abi.Manifest, error) {
 		return abi.Manifest{}, err
 	}
 	return eff, nil
+}
+
+// grantedAdjust is what grant lets a hook adjust: its adjust list, or the
+// default when it has none.
+func grantedAdjust(grant abi.Permissions) []abi.AdjustField {
+	if len(grant.Adjust) == 0 {
+		return abi.DefaultAdjust
+	}
+	return grant.Adjust
 }
 
 // granted reports whether the grant covers host h: an equal entry, or a

@@ -3,6 +3,7 @@ package pluginfetch
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,18 @@ func TestEffective(t *testing.T) {
 		{name: "memory beyond the host default", ask: abi.Permissions{MemoryPages: 4096}, errSub: "permissions.memoryPages"},
 		{name: "timeout beyond the grant", grant: abi.Permissions{Timeout: ms(100)}, ask: abi.Permissions{Timeout: ms(101)}, errSub: "permissions.timeout"},
 		{name: "timeout beyond the host default", ask: abi.Permissions{Timeout: ms(1500)}, errSub: "permissions.timeout"},
+		{name: "default adjust within the default grant", ask: abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustEnv, abi.AdjustAnnotations}},
+			want: abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustEnv, abi.AdjustAnnotations}}},
+		{name: "adjust beyond the default grant", ask: abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustResources}},
+			errSub: `permissions.adjust: the artifact asks for "resources", which the grant [env labels annotations] does not cover`},
+		{name: "adjust and host paths within the grant",
+			grant: abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustMounts, abi.AdjustDevices, abi.AdjustResources}, HostPaths: []string{"/dev", "/srv"}},
+			ask:   abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustDevices}, HostPaths: []string{"/dev/fuse"}},
+			want:  abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustDevices}, HostPaths: []string{"/dev/fuse"}}},
+		{name: "host path beyond the grant",
+			grant:  abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustMounts}, HostPaths: []string{"/srv/data"}},
+			ask:    abi.Permissions{Adjust: []abi.AdjustField{abi.AdjustMounts}, HostPaths: []string{"/srv"}},
+			errSub: `permissions.hostPaths: the artifact asks for "/srv", which the grant [/srv/data] does not cover`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,7 +75,8 @@ func TestEffective(t *testing.T) {
 				t.Fatalf("effective = %+v", eff)
 			}
 			if strings.Join(eff.Permissions.AllowedHosts, ",") != strings.Join(tt.want.AllowedHosts, ",") ||
-				eff.Permissions.MemoryPages != tt.want.MemoryPages || eff.Permissions.Timeout != tt.want.Timeout {
+				eff.Permissions.MemoryPages != tt.want.MemoryPages || eff.Permissions.Timeout != tt.want.Timeout ||
+				fmt.Sprint(eff.Permissions.Adjust) != fmt.Sprint(tt.want.Adjust) || fmt.Sprint(eff.Permissions.HostPaths) != fmt.Sprint(tt.want.HostPaths) {
 				t.Fatalf("permissions = %+v, want %+v", eff.Permissions, tt.want)
 			}
 		})

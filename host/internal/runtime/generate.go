@@ -13,7 +13,6 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/wasmlet/wasmlet/host/internal/cgroups"
-	"github.com/wasmlet/wasmlet/host/internal/container"
 	"github.com/wasmlet/wasmlet/host/internal/podenv"
 	"github.com/wasmlet/wasmlet/host/internal/qos"
 )
@@ -136,7 +135,7 @@ func int64Value(p *int64) *runtimeapi.Int64Value {
 }
 
 // containerConfig is the CRI container config of one container instance.
-func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, imageRef string, podIPs []string, adj *container.Adjustment) (*runtimeapi.ContainerConfig, error) {
+func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, restartCount int, imageRef string, podIPs []string) (*runtimeapi.ContainerConfig, error) {
 	env, err := m.cfg.Env.Env(ctx, pod, c, podIPs)
 	if err != nil {
 		return nil, err
@@ -168,17 +167,6 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 			Resources:       m.resources(pod, c),
 			SecurityContext: securityContext(pod, c),
 		},
-	}
-	if adj != nil {
-		for _, e := range adj.Env {
-			cfg.Envs = setEnv(cfg.Envs, e.Name, e.Value)
-		}
-		for k, v := range adj.Labels {
-			cfg.Labels[k] = v
-		}
-		for k, v := range adj.Annotations {
-			cfg.Annotations[k] = v
-		}
 	}
 	return cfg, nil
 }
@@ -220,16 +208,6 @@ func mountsPath(c *v1.Container, path string) bool {
 		}
 	}
 	return false
-}
-
-func setEnv(env []*runtimeapi.KeyValue, k, v string) []*runtimeapi.KeyValue {
-	for _, e := range env {
-		if e.Key == k {
-			e.Value = []byte(v)
-			return env
-		}
-	}
-	return append(env, &runtimeapi.KeyValue{Key: k, Value: []byte(v)})
 }
 
 // resources are the container's Linux resources as the kubelet makes

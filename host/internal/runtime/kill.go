@@ -32,6 +32,11 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, status *container.Po
 	if status == nil {
 		return nil
 	}
+	if pod != nil {
+		// A container that exited since the last sync is reported here
+		// when the pod goes straight to termination.
+		m.postStopExited(ctx, pod, status)
+	}
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -141,6 +146,7 @@ func (m *Manager) killContainerStatus(ctx context.Context, pod *v1.Pod, spec *v1
 	if err := m.rs.StopContainer(ctx, cs.ID, grace); err != nil {
 		return fmt.Errorf("stop container %s (%s): %w", who, cs.ID, err)
 	}
+	m.postStopKilled(ctx, pod, spec, cs.ID)
 	return nil
 }
 

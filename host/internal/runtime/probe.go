@@ -47,13 +47,7 @@ func (m *Manager) KillContainer(ctx context.Context, pod *v1.Pod, container, con
 func (m *Manager) markProbeKilled(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := time.Now()
-	for k, t := range m.probeKilled {
-		if now.Sub(t) > 24*time.Hour {
-			delete(m.probeKilled, k)
-		}
-	}
-	m.probeKilled[id] = now
+	m.probeKilled.add(id)
 }
 
 // killedByProbe reports whether the container instance was stopped for a

@@ -178,7 +178,10 @@ type Manager struct {
 	reasons map[reasonKey]reason // last start failure per container
 	// probeKilled are the container instances stopped for a failed
 	// liveness or startup probe, by ID, with when (pruned after a day).
-	probeKilled map[string]time.Time
+	probeKilled instances
+	// postStopped are the container instances the PostStop hooks were
+	// called for.
+	postStopped instances
 
 	// fsSlots bounds the goroutines blocked in pod-directory syscalls
 	// (each holds an OS thread); a mkdir can take milliseconds of wall
@@ -254,7 +257,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.Instrument != nil {
 		rs, is = cfg.Instrument(rs, is)
 	}
-	m := &Manager{cfg: cfg, rs: rs, is: is, log: cfg.Logger, reasons: map[reasonKey]reason{}, probeKilled: map[string]time.Time{}, fsSlots: make(chan struct{}, 64)}
+	m := &Manager{cfg: cfg, rs: rs, is: is, log: cfg.Logger, reasons: map[reasonKey]reason{}, probeKilled: instances{}, postStopped: instances{}, fsSlots: make(chan struct{}, 64)}
 	v, err := rs.Version(ctx, "v1")
 	if err != nil {
 		m.Close()

@@ -3,8 +3,11 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -350,53 +353,161 @@ func TestManager_SyncPod_NetworkNotReady(t *testing.T) {
 	}
 }
 
-// recordingHooks records the hook points called, and adds an env variable
-// and a label at PreCreate.
+// recordingHooks records the hook points called, adds an env variable, a
+// label and a read-only mount at PreCreate, refuses the container when
+// refuse is set, and subscribes to PostStop when postStop is set.
 type recordingHooks struct {
-	mu     sync.Mutex
-	points []string
+	mu       sync.Mutex
+	points   []string
+	refuse   string
+	postStop bool
+	config   *runtimeapi.ContainerConfig
 }
 
-func (h *recordingHooks) Hook(_ context.Context, point container.HookPoint, _ *v1.Pod, c *v1.Container) (*container.Adjustment, error) {
+func (h *recordingHooks) record(point container.HookPoint, c *v1.Container, suffix string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	name := string(point)
 	if c != nil {
 		name += "/" + c.Name
 	}
-	h.points = append(h.points, name)
+	h.points = append(h.points, name+suffix)
+}
+
+func (h *recordingHooks) Hook(_ context.Context, point container.HookPoint, _ *v1.Pod, c *v1.Container) (*container.Adjustment, error) {
+	h.record(point, c, "")
 	if point == container.HookPreCreate {
-		return &container.Adjustment{Env: []container.EnvVar{{Name: "INJECTED", Value: "1"}}, Labels: map[string]string{"hooked": "yes"}}, nil
+		oom := int64(500)
+		return &container.Adjustment{Env: []container.EnvVar{{Name: "INJECTED", Value: "1"}}, Labels: map[string]string{"hooked": "yes"},
+			Mounts:      []*runtimeapi.Mount{{HostPath: "/srv/shared", ContainerPath: "/shared", Readonly: true}},
+			OOMScoreAdj: &oom, Owners: map[string]string{"mounts:/shared": "recorder"}}, nil
 	}
 	return nil, nil
 }
 
+func (h *recordingHooks) Validate(_ context.Context, _ *v1.Pod, c *v1.Container, cfg *runtimeapi.ContainerConfig, adj *container.Adjustment) error {
+	h.record(container.HookValidate, c, "")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.config = cfg
+	if h.refuse != "" {
+		return errors.New(h.refuse)
+	}
+	if adj == nil || adj.Owners["mounts:/shared"] != "recorder" {
+		return fmt.Errorf("Validate got adjustment %+v, want the PreCreate one", adj)
+	}
+	return nil
+}
+
+func (h *recordingHooks) PreUpdate(_ context.Context, _ *v1.Pod, c *v1.Container, r *runtimeapi.LinuxContainerResources) error {
+	h.record(container.HookPreUpdate, c, fmt.Sprintf(":%d", r.GetMemoryLimitInBytes()))
+	return nil
+}
+
+func (h *recordingHooks) PostStop(_ context.Context, _ *v1.Pod, c *v1.Container, exit container.Exit) error {
+	code := "none"
+	if exit.Code != nil {
+		code = strconv.Itoa(int(*exit.Code))
+	}
+	h.record(container.HookPostStop, c, ":"+code)
+	return nil
+}
+
+func (h *recordingHooks) Subscribed(point container.HookPoint) bool {
+	return point != container.HookPostStop || h.postStop
+}
+
 func TestManager_SyncPod_Hooks(t *testing.T) {
+	tests := []struct {
+		name           string
+		postStop       bool
+		want           string
+		statusReadKill bool
+	}{
+		{"no PostStop subscriber", false, "PreSandbox,PreCreate/a,Validate/a,PostStart/a,PreStop/a,PodTerminated", false},
+		{"PostStop subscriber", true, "PreSandbox,PreCreate/a,Validate/a,PostStart/a,PreStop/a,PostStop/a:0,PodTerminated", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, f := newTestManager(t)
+			h := &recordingHooks{postStop: tt.postStop}
+			m.cfg.Hooks = h
+			pod := testPod("h1", v1.RestartPolicyAlways, "a")
+			st, r := syncOnce(t, m, pod, NewBackOff())
+			if r.Error() != nil {
+				t.Fatal(r.Error())
+			}
+			f.RuntimeService.Lock()
+			f.RuntimeService.Called = nil
+			f.RuntimeService.Unlock()
+			if err := m.KillPod(context.Background(), pod, st, nil); err != nil {
+				t.Fatal(err)
+			}
+			f.RuntimeService.Lock()
+			statusRead := slices.Contains(f.RuntimeService.Called, "ContainerStatus")
+			f.RuntimeService.Unlock()
+			if statusRead != tt.statusReadKill {
+				t.Errorf("ContainerStatus called on kill: %v, want %v (only for a PostStop subscriber)", statusRead, tt.statusReadKill)
+			}
+			// A second kill stops nothing: no second PodTerminated.
+			if err := m.KillPod(context.Background(), pod, m.mustStatus(t, pod), nil); err != nil {
+				t.Fatal(err)
+			}
+			// A sync that sees the container exited reports no second
+			// PostStop for it.
+			m.postStopExited(context.Background(), pod, m.mustStatus(t, pod))
+			if got := strings.Join(h.points, ","); got != tt.want {
+				t.Errorf("hook points = %s, want %s", got, tt.want)
+			}
+			f.RuntimeService.Lock()
+			defer f.RuntimeService.Unlock()
+			for _, c := range f.RuntimeService.Containers {
+				if c.Labels["hooked"] != "yes" {
+					t.Errorf("PreCreate label missing: %v", c.Labels)
+				}
+			}
+			cfg := h.config
+			if cfg == nil {
+				t.Fatal("Validate saw no config")
+			}
+			if i := slices.IndexFunc(cfg.Mounts, func(m *runtimeapi.Mount) bool { return m.ContainerPath == "/shared" }); i < 0 || !cfg.Mounts[i].Readonly || cfg.Mounts[i].HostPath != "/srv/shared" {
+				t.Errorf("Validate's config lacks the read-only mount: %v", cfg.Mounts)
+			}
+			if cfg.Linux.Resources.OomScoreAdj != 500 || !slices.ContainsFunc(cfg.Envs, func(e *runtimeapi.KeyValue) bool { return e.Key == "INJECTED" }) {
+				t.Errorf("Validate's config lacks the adjusted OOM score or env: %d, %v", cfg.Linux.Resources.OomScoreAdj, cfg.Envs)
+			}
+		})
+	}
+}
+
+func TestManager_SyncPod_HookRefusal(t *testing.T) {
 	m, f := newTestManager(t)
-	h := &recordingHooks{}
-	m.cfg.Hooks = h
-	pod := testPod("h1", v1.RestartPolicyAlways, "a")
-	st, r := syncOnce(t, m, pod, NewBackOff())
-	if r.Error() != nil {
-		t.Fatal(r.Error())
-	}
-	if err := m.KillPod(context.Background(), pod, st, nil); err != nil {
-		t.Fatal(err)
-	}
-	// A second kill stops nothing: no second PodTerminated.
-	if err := m.KillPod(context.Background(), pod, m.mustStatus(t, pod), nil); err != nil {
-		t.Fatal(err)
-	}
-	want := "PreSandbox,PreCreate/a,PostStart/a,PreStop/a,PodTerminated"
-	if got := strings.Join(h.points, ","); got != want {
-		t.Errorf("hook points = %s, want %s", got, want)
+	m.cfg.Hooks = &recordingHooks{refuse: "hook plugin v refused the container: /etc is not allowed"}
+	pod := testPod("h2", v1.RestartPolicyAlways, "a")
+	_, r := syncOnce(t, m, pod, NewBackOff())
+	i := slices.IndexFunc(r.Steps, func(s container.StepResult) bool { return s.Err != nil })
+	if i < 0 || !errors.Is(r.Steps[i].Err, container.ErrCreateContainerConfig) || !strings.Contains(r.Steps[i].Message, "/etc is not allowed") {
+		t.Fatalf("sync steps = %+v, want CreateContainerConfigError with the plugin's message", r.Steps)
 	}
 	f.RuntimeService.Lock()
 	defer f.RuntimeService.Unlock()
-	for _, c := range f.RuntimeService.Containers {
-		if c.Labels["hooked"] != "yes" {
-			t.Errorf("PreCreate label missing: %v", c.Labels)
-		}
+	if n := len(f.RuntimeService.Containers); n != 0 {
+		t.Errorf("%d containers created despite the refusal", n)
+	}
+}
+
+func TestManager_PreUpdate(t *testing.T) {
+	m, _ := newTestManager(t)
+	if err := m.PreUpdate(context.Background(), testPod("u", v1.RestartPolicyAlways, "a"), &v1.Container{Name: "a"}, &runtimeapi.LinuxContainerResources{}); err != nil {
+		t.Fatalf("PreUpdate without hooks = %v", err)
+	}
+	h := &recordingHooks{}
+	m.cfg.Hooks = h
+	if err := m.PreUpdate(context.Background(), testPod("u", v1.RestartPolicyAlways, "a"), &v1.Container{Name: "a"}, &runtimeapi.LinuxContainerResources{MemoryLimitInBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(h.points, ","); got != "PreUpdate/a:1048576" {
+		t.Errorf("hook points = %s", got)
 	}
 }
 

@@ -35,6 +35,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		status = &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	who := pod.Namespace + "/" + pod.Name
+	m.postStopExited(ctx, pod, status)
 	// Step 1.
 	a := computePodActions(pod, status, m.started())
 	resizes := m.computeResize(pod, status, &a)
@@ -157,14 +158,7 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("PreSandbox hook: %w", err)
 		}
-		if adj != nil {
-			for k, v := range adj.Labels {
-				cfg.Labels[k] = v
-			}
-			for k, v := range adj.Annotations {
-				cfg.Annotations[k] = v
-			}
-		}
+		adj.ApplySandbox(cfg)
 	}
 	if err := m.podDirs(cfg.LogDirectory, pod); err != nil {
 		return nil, "", nil, err
@@ -249,12 +243,21 @@ func (m *Manager) startContainer(ctx context.Context, sandboxID string, sbConfig
 			return container.ErrPreCreateHook, err.Error()
 		}
 	}
-	cfg, err := m.containerConfig(ctx, pod, c, restartCount, imageRef, podIPs, adj)
+	cfg, err := m.containerConfig(ctx, pod, c, restartCount, imageRef, podIPs)
 	if err != nil {
 		return container.ErrCreateContainerConfig, err.Error()
 	}
 	if m.cfg.Devices != nil {
 		if err := m.cfg.Devices.ApplyDevices(ctx, pod, c, cfg); err != nil {
+			return container.ErrCreateContainerConfig, err.Error()
+		}
+	}
+	if m.cfg.Hooks != nil {
+		// The hooks' adjustments go over the config the pod spec made;
+		// validators see the result and may refuse it, as the kubelet
+		// refuses a config it cannot make.
+		adj.ApplyContainer(cfg)
+		if err := m.cfg.Hooks.Validate(ctx, pod, c, cfg, adj); err != nil {
 			return container.ErrCreateContainerConfig, err.Error()
 		}
 	}

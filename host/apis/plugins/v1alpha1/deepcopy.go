@@ -43,6 +43,8 @@ func (s *WasmletPluginSpec) DeepCopyInto(out *WasmletPluginSpec) {
 		}
 	}
 	out.Permissions.AllowedHosts = slices.Clone(s.Permissions.AllowedHosts)
+	out.Permissions.Adjust = slices.Clone(s.Permissions.Adjust)
+	out.Permissions.HostPaths = slices.Clone(s.Permissions.HostPaths)
 	out.NodeSelector = s.NodeSelector.DeepCopy()
 }
 
