@@ -192,19 +192,14 @@ func (m *Manager) updateContainer(ctx context.Context, pod *v1.Pod, t resizeTarg
 	}
 	c := *t.c
 	c.Resources = want
-	if err := m.preUpdate(ctx, pod, &c); err != nil {
+	linux := m.resources(pod, &c)
+	if err := m.PreUpdate(ctx, pod, &c, linux); err != nil {
 		return fmt.Errorf("container %s: PreUpdate hook: %w", c.Name, err)
 	}
-	if err := m.rs.UpdateContainerResources(ctx, t.id, &runtimeapi.ContainerResources{Linux: m.resources(pod, &c)}); err != nil {
+	if err := m.rs.UpdateContainerResources(ctx, t.id, &runtimeapi.ContainerResources{Linux: linux}); err != nil {
 		return fmt.Errorf("container %s: update %s: %w", c.Name, r, err)
 	}
 	return m.cfg.Actuation.SetActuated(pod.UID, c.Name, want)
-}
-
-// preUpdate calls the sync hooks' PreUpdate point for a container about
-// to get new resources; an error stops its update.
-func (m *Manager) preUpdate(ctx context.Context, pod *v1.Pod, c *v1.Container) error {
-	return nil
 }
 
 // memoryUsage is the container's memory usage from the runtime's stats.

@@ -53,6 +53,22 @@ func (c resizeCgroups) Resize(pod *v1.Pod, r v1.ResourceName) error {
 
 func (c resizeCgroups) MemoryUsage(*v1.Pod) (int64, error) { return 0, nil }
 
+// resizeHooks records the PreUpdate point in the same order as the
+// runtime's calls and refuses the update of the container named refuse.
+type resizeHooks struct {
+	container.Hooks
+	calls  *calls
+	refuse string
+}
+
+func (h resizeHooks) PreUpdate(_ context.Context, _ *v1.Pod, c *v1.Container, r *runtimeapi.LinuxContainerResources) error {
+	h.calls.log = append(h.calls.log, fmt.Sprintf("PreUpdate %s mem=%d quota=%d", c.Name, r.MemoryLimitInBytes, r.CpuQuota))
+	if c.Name == h.refuse {
+		return fmt.Errorf("refused by the test hook")
+	}
+	return nil
+}
+
 type actuation map[string]v1.ResourceRequirements
 
 func (a actuation) Actuated(_ types.UID, name string) (v1.ResourceRequirements, bool) {
@@ -73,12 +89,15 @@ func guaranteed(cpu, mem string) v1.ResourceRequirements {
 // An in-place resize runs in the kubelet's order: memory then cpu; for
 // each, a growing pod cgroup before the containers and a shrinking one
 // after them, the containers whose resource decreases first; a memory
-// limit below the container's usage stops the resize before its update.
+// limit below the container's usage stops the resize before its update;
+// the sync hooks' PreUpdate sees each update's resources before the
+// runtime does, and its refusal stops that update.
 func TestManager_resizePod(t *testing.T) {
 	const mi = 1 << 20
 	tests := []struct {
 		name    string
 		usage   map[string]uint64
+		refuse  string
 		want    []string
 		wantErr string
 	}{
@@ -86,12 +105,25 @@ func TestManager_resizePod(t *testing.T) {
 			name: "memory grows, cpu shrinks",
 			want: []string{
 				fmt.Sprintf("pod cgroup mem=%d", 400*mi),
+				fmt.Sprintf("PreUpdate a mem=%d quota=%d", 100*mi, 50000),
 				fmt.Sprintf("update id-a mem=%d quota=%d", 100*mi, 50000), // a's memory decreases: first
+				fmt.Sprintf("PreUpdate b mem=%d quota=%d", 300*mi, 100000),
 				fmt.Sprintf("update id-b mem=%d quota=%d", 300*mi, 100000),
+				fmt.Sprintf("PreUpdate b mem=%d quota=%d", 300*mi, 25000),
 				fmt.Sprintf("update id-b mem=%d quota=%d", 300*mi, 25000), // b's cpu decreases: first
+				fmt.Sprintf("PreUpdate a mem=%d quota=%d", 100*mi, 100000),
 				fmt.Sprintf("update id-a mem=%d quota=%d", 100*mi, 100000),
 				"pod cgroup quota=125000",
 			},
+		},
+		{
+			name:   "a hook refuses the update",
+			refuse: "a",
+			want: []string{
+				fmt.Sprintf("pod cgroup mem=%d", 400*mi),
+				fmt.Sprintf("PreUpdate a mem=%d quota=%d", 100*mi, 50000),
+			},
+			wantErr: "container a: PreUpdate hook: refused by the test hook",
 		},
 		{
 			name:    "memory limit below usage",
@@ -104,7 +136,8 @@ func TestManager_resizePod(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &calls{}
 			act := actuation{"a": guaranteed("500m", "200Mi"), "b": guaranteed("1", "100Mi")}
-			m := &Manager{cfg: Config{Cgroups: resizeCgroups{fakeCgroups: &fakeCgroups{}, calls: c}, Actuation: act}, rs: resizeRuntime{calls: c, usage: tt.usage}}
+			m := &Manager{cfg: Config{Cgroups: resizeCgroups{fakeCgroups: &fakeCgroups{}, calls: c}, Actuation: act, Hooks: resizeHooks{calls: c, refuse: tt.refuse}},
+				rs: resizeRuntime{calls: c, usage: tt.usage}}
 			pod := testPod("u1", v1.RestartPolicyAlways, "a", "b")
 			pod.Spec.Containers[0].Resources = guaranteed("1", "100Mi")
 			pod.Spec.Containers[1].Resources = guaranteed("250m", "300Mi")
