@@ -39,31 +39,27 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 out=$repo/build/e2e
 SUITE=${SUITE:-e2e}
+# The focus and file filter default by SUITE and TAGS (hack/conformance's
+# -suite, -tags), and the results are titled by them.
 case $SUITE in
 e2e)
 	results=$repo/build/conformance
-	case ${TAGS:-both} in
-	both) default_focus='\[NodeConformance\]|\[Conformance\]' ;;
-	node) default_focus='\[NodeConformance\]' ;;
-	conformance) default_focus='\[Conformance\]' ;;
+	TAGS=${TAGS:-both}
+	case $TAGS in
+	both | node | conformance) ;;
 	*) echo "conformance: TAGS must be both, node or conformance" >&2; exit 2 ;;
 	esac
-	# The node's specs are test/e2e/common's: every [NodeConformance] spec
-	# is there, and the [Conformance] specs elsewhere need a whole cluster
-	# (kube-proxy, a CNI across nodes, storage).
-	files='/test/e2e/common/'
 	;;
 e2e_node)
 	results=$repo/build/node-conformance
-	default_focus='\[NodeConformance\]'
-	files=
+	TAGS=
 	;;
 *) echo "conformance: SUITE must be e2e or e2e_node" >&2; exit 2 ;;
 esac
 log() { printf '%s: %s %s\n' "${SUITE/e2e_node/node-conformance}" "$(date +%T)" "$*" >&2; }
 NODE=${NODE:-wasmlet}
-FOCUS=${FOCUS:-$default_focus}
-files=${FILES:-$files}
+FOCUS=${FOCUS:-}
+FILES=${FILES:-}
 PARALLEL=${PARALLEL:-3}
 # The node's kubelet API port; the control plane's ports are cluster.sh's
 # (APISERVER_PORT, ETCD_PORT, …), so two runs can share the machine.
@@ -344,16 +340,16 @@ run_node() {
 	rm -rf "${results:?}/$node"
 	case $SUITE in
 	e2e)
-		"$out/bin/conformance" run -e2e "$bin_e2e_test" -out "$results/$node" -node "$node" -focus "$FOCUS" -skip "$skip" \
-			-files "$files" -source "$gomodcache" -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
+		"$out/bin/conformance" run -e2e "$bin_e2e_test" -out "$results/$node" -node "$node" -suite "$SUITE" -tags "$TAGS" \
+			-focus "$FOCUS" -skip "$skip" -files "$FILES" -source "$gomodcache" -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
 			--kubeconfig "$admin" --provider skeleton --kubectl-path "$bin_kubectl" --minStartupPods=-1 \
 			--allowed-not-ready-nodes 0 || status=1
 		;;
 	e2e_node)
 		# The suite's own services stay off: the node is the one started
 		# above, as for the other suite, and its images are imported.
-		"$out/bin/conformance" run -e2e "$bin_e2e_node_test" -out "$results/$node" -node "$node" -focus "$FOCUS" -skip "$skip" \
-			-files "$files" -source "$gomodcache" -output-dir-flag '' -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
+		"$out/bin/conformance" run -e2e "$bin_e2e_node_test" -out "$results/$node" -node "$node" -suite "$SUITE" -tags "$TAGS" \
+			-focus "$FOCUS" -skip "$skip" -files "$FILES" -source "$gomodcache" -output-dir-flag '' -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
 			--start-services=false --stop-services=false --prepull-images=false --node-name "$nodename" \
 			--host "$apiserver" --bearer-token "$token" --container-runtime-endpoint "$ep" \
 			--dns-domain cluster.local || status=1
