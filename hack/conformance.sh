@@ -75,6 +75,7 @@ E2E_BASE_PREFIX=wlc
 
 e2e_cleanup_more() {
 	local d
+	[ -f "$base/registry/env" ] && hack/registry/down.sh "$base/registry"
 	for d in "$base"/*/; do
 		[ -f "$d/node.pid" ] && { kill -TERM "$(cat "$d/node.pid")" 2>/dev/null; sleep 2; kill -KILL "$(cat "$d/node.pid")" 2>/dev/null; }
 		[ -f "$d/ctrd/env" ] && hack/containerd/down.sh "$d/ctrd" "$out/bin/cri"
@@ -99,6 +100,7 @@ t0=$(date +%s)
 step() { log "$1 ($(( $(date +%s) - t0 )) s since start)"; }
 e2e_tools
 go build -o "$out/bin/conformance" ./hack/conformance
+go build -o "$out/bin/pushimage" ./hack/pushimage
 # The suites' source, where the runner finds which containers are Ordered.
 gomodcache=$(go env GOMODCACHE)
 suite_bin=e2e.test
@@ -257,6 +259,23 @@ NGINX
 conformance_images
 step "images built"
 
+# The registry for the specs that pull (imagePullPolicy: Always, or an
+# image not present): a private registry (hack/registry/up.sh: TLS,
+# htpasswd) holding every image built above under its repository path,
+# which each node's containerd uses as a mirror of registry.k8s.io
+# (hack/containerd/up.sh's REGISTRY_MIRRORS). The images are imported as
+# well, so the specs that do not pull never reach it.
+images=(busybox nonroot nonewprivs agnhost agnhost-prev glibc-dns nginx perl ipc-utils pause)
+hack/registry/up.sh "$base/registry" >/dev/null
+registry_env=$base/registry/env
+tarballs=()
+for i in "${images[@]}"; do tarballs+=("$out/images/conf-$i.tar"); done
+(
+	. "$registry_env"
+	DOCKER_CONFIG=$(dirname "$REGISTRY_CONFIG") "$out/bin/pushimage" -registry "$REGISTRY" -ca "$REGISTRY_CA" "${tarballs[@]}"
+) | sed 's/^/  /' >&2
+step "images pushed to the registry ($(. "$registry_env" && echo "$REGISTRY"))"
+
 nodeip=$(ip -4 -o addr show scope global | awk '{print $4}' | cut -d/ -f1 | head -n1)
 [ -n "$nodeip" ] || { log "no global IPv4 address for the node"; exit 1; }
 nodename=conformance-node
@@ -304,8 +323,8 @@ run_node() {
 	hack/apiserver/cluster.sh controllers "$d/cp"
 	admin=$d/cp/admin.kubeconfig
 	kc=$(hack/apiserver/cluster.sh node "$d/cp" "$nodename")
-	ep=$(hack/containerd/up.sh "$d/ctrd" registry.k8s.io/pause:3.10.2)
-	for i in busybox nonroot nonewprivs agnhost agnhost-prev glibc-dns nginx perl ipc-utils pause; do
+	ep=$(REGISTRY_ENV=$registry_env REGISTRY_MIRRORS=registry.k8s.io hack/containerd/up.sh "$d/ctrd" registry.k8s.io/pause:3.10.2)
+	for i in "${images[@]}"; do
 		ctr --address "$d/ctrd/c.sock" -n k8s.io images import "$out/images/conf-$i.tar" >/dev/null
 	done
 	"$out/bin/cri" -e "$ep" -timeout 30s wait
