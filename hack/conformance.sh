@@ -39,31 +39,27 @@ cd "$(dirname "$0")/.."
 repo=$(pwd)
 out=$repo/build/e2e
 SUITE=${SUITE:-e2e}
+# The focus and file filter default by SUITE and TAGS (hack/conformance's
+# -suite, -tags), and the results are titled by them.
 case $SUITE in
 e2e)
 	results=$repo/build/conformance
-	case ${TAGS:-both} in
-	both) default_focus='\[NodeConformance\]|\[Conformance\]' ;;
-	node) default_focus='\[NodeConformance\]' ;;
-	conformance) default_focus='\[Conformance\]' ;;
+	TAGS=${TAGS:-both}
+	case $TAGS in
+	both | node | conformance) ;;
 	*) echo "conformance: TAGS must be both, node or conformance" >&2; exit 2 ;;
 	esac
-	# The node's specs are test/e2e/common's: every [NodeConformance] spec
-	# is there, and the [Conformance] specs elsewhere need a whole cluster
-	# (kube-proxy, a CNI across nodes, storage).
-	files='/test/e2e/common/'
 	;;
 e2e_node)
 	results=$repo/build/node-conformance
-	default_focus='\[NodeConformance\]'
-	files=
+	TAGS=
 	;;
 *) echo "conformance: SUITE must be e2e or e2e_node" >&2; exit 2 ;;
 esac
 log() { printf '%s: %s %s\n' "${SUITE/e2e_node/node-conformance}" "$(date +%T)" "$*" >&2; }
 NODE=${NODE:-wasmlet}
-FOCUS=${FOCUS:-$default_focus}
-files=${FILES:-$files}
+FOCUS=${FOCUS:-}
+FILES=${FILES:-}
 PARALLEL=${PARALLEL:-3}
 # The node's kubelet API port; the control plane's ports are cluster.sh's
 # (APISERVER_PORT, ETCD_PORT, …), so two runs can share the machine.
@@ -79,6 +75,7 @@ E2E_BASE_PREFIX=wlc
 
 e2e_cleanup_more() {
 	local d
+	[ -f "$base/registry/env" ] && hack/registry/down.sh "$base/registry"
 	for d in "$base"/*/; do
 		[ -f "$d/node.pid" ] && { kill -TERM "$(cat "$d/node.pid")" 2>/dev/null; sleep 2; kill -KILL "$(cat "$d/node.pid")" 2>/dev/null; }
 		[ -f "$d/ctrd/env" ] && hack/containerd/down.sh "$d/ctrd" "$out/bin/cri"
@@ -103,6 +100,7 @@ t0=$(date +%s)
 step() { log "$1 ($(( $(date +%s) - t0 )) s since start)"; }
 e2e_tools
 go build -o "$out/bin/conformance" ./hack/conformance
+go build -o "$out/bin/pushimage" ./hack/pushimage
 # The suites' source, where the runner finds which containers are Ordered.
 gomodcache=$(go env GOMODCACHE)
 suite_bin=e2e.test
@@ -261,6 +259,23 @@ NGINX
 conformance_images
 step "images built"
 
+# The registry for the specs that pull (imagePullPolicy: Always, or an
+# image not present): a private registry (hack/registry/up.sh: TLS,
+# htpasswd) holding every image built above under its repository path,
+# which each node's containerd uses as a mirror of registry.k8s.io
+# (hack/containerd/up.sh's REGISTRY_MIRRORS). The images are imported as
+# well, so the specs that do not pull never reach it.
+images=(busybox nonroot nonewprivs agnhost agnhost-prev glibc-dns nginx perl ipc-utils pause)
+hack/registry/up.sh "$base/registry" >/dev/null
+registry_env=$base/registry/env
+tarballs=()
+for i in "${images[@]}"; do tarballs+=("$out/images/conf-$i.tar"); done
+(
+	. "$registry_env"
+	DOCKER_CONFIG=$(dirname "$REGISTRY_CONFIG") "$out/bin/pushimage" -registry "$REGISTRY" -ca "$REGISTRY_CA" "${tarballs[@]}"
+) | sed 's/^/  /' >&2
+step "images pushed to the registry ($(. "$registry_env" && echo "$REGISTRY"))"
+
 nodeip=$(ip -4 -o addr show scope global | awk '{print $4}' | cut -d/ -f1 | head -n1)
 [ -n "$nodeip" ] || { log "no global IPv4 address for the node"; exit 1; }
 nodename=conformance-node
@@ -308,8 +323,8 @@ run_node() {
 	hack/apiserver/cluster.sh controllers "$d/cp"
 	admin=$d/cp/admin.kubeconfig
 	kc=$(hack/apiserver/cluster.sh node "$d/cp" "$nodename")
-	ep=$(hack/containerd/up.sh "$d/ctrd" registry.k8s.io/pause:3.10.2)
-	for i in busybox nonroot nonewprivs agnhost agnhost-prev glibc-dns nginx perl ipc-utils pause; do
+	ep=$(REGISTRY_ENV=$registry_env REGISTRY_MIRRORS=registry.k8s.io hack/containerd/up.sh "$d/ctrd" registry.k8s.io/pause:3.10.2)
+	for i in "${images[@]}"; do
 		ctr --address "$d/ctrd/c.sock" -n k8s.io images import "$out/images/conf-$i.tar" >/dev/null
 	done
 	"$out/bin/cri" -e "$ep" -timeout 30s wait
@@ -347,16 +362,16 @@ run_node() {
 	rm -rf "${results:?}/$node"
 	case $SUITE in
 	e2e)
-		"$out/bin/conformance" run -e2e "$bin_e2e_test" -out "$results/$node" -node "$node" -focus "$FOCUS" -skip "$skip" \
-			-files "$files" -source "$gomodcache" -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
+		"$out/bin/conformance" run -e2e "$bin_e2e_test" -out "$results/$node" -node "$node" -suite "$SUITE" -tags "$TAGS" \
+			-focus "$FOCUS" -skip "$skip" -files "$FILES" -source "$gomodcache" -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
 			--kubeconfig "$admin" --provider skeleton --kubectl-path "$bin_kubectl" --minStartupPods=-1 \
 			--allowed-not-ready-nodes 0 || status=1
 		;;
 	e2e_node)
 		# The suite's own services stay off: the node is the one started
 		# above, as for the other suite, and its images are imported.
-		"$out/bin/conformance" run -e2e "$bin_e2e_node_test" -out "$results/$node" -node "$node" -focus "$FOCUS" -skip "$skip" \
-			-files "$files" -source "$gomodcache" -output-dir-flag '' -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
+		"$out/bin/conformance" run -e2e "$bin_e2e_node_test" -out "$results/$node" -node "$node" -suite "$SUITE" -tags "$TAGS" \
+			-focus "$FOCUS" -skip "$skip" -files "$FILES" -source "$gomodcache" -output-dir-flag '' -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
 			--start-services=false --stop-services=false --prepull-images=false --node-name "$nodename" \
 			--host "$apiserver" --bearer-token "$token" --container-runtime-endpoint "$ep" \
 			--dns-domain cluster.local || status=1

@@ -53,8 +53,9 @@ func writeComparison(out io.Writer, w, k *Summary) {
 	w.count()
 	k.count()
 	c := compare(w, k)
-	fmt.Fprintf(out, "NodeConformance, spec by spec: wasmlet %d passed / %d failed / %d skipped; kubelet %d / %d / %d\n\n",
-		w.Passed, w.Failed, w.Skipped, k.Passed, k.Failed, k.Skipped)
+	title, filter := headings(w, k)
+	fmt.Fprintf(out, "%s, spec by spec: wasmlet %d passed / %d failed / %d skipped; kubelet %d / %d / %d\n%s\n\n",
+		title, w.Passed, w.Failed, w.Skipped, k.Passed, k.Failed, k.Skipped, filter)
 	type cols struct{ wp, wn, kp, kn int }
 	files := map[string]*cols{}
 	add := func(s *Summary, isW bool) {

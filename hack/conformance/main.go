@@ -4,7 +4,7 @@
 // writes the results; hack/conformance.sh starts the cluster and the node
 // around it (see the README's "Conformance" section).
 //
-//	conformance run -e2e E2E.TEST -out DIR -node NAME [-focus RE] [-skip RE] [-files RE] [-source DIR] [-output-dir-flag F] [-parallel N] [-timeout D] -- E2E-ARGS...
+//	conformance run -e2e E2E.TEST -out DIR -node NAME [-suite e2e|e2e_node] [-tags both|node|conformance] [-focus RE] [-skip RE] [-files RE] [-source DIR] [-output-dir-flag F] [-parallel N] [-timeout D] -- E2E-ARGS...
 //	conformance compare WASMLET/summary.json KUBELET/summary.json
 //
 // run writes DIR/summary.json, DIR/junit.xml, DIR/table.txt and, per spec,
@@ -52,7 +52,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: conformance run -e2e E2E.TEST -out DIR -node NAME [-focus RE] [-skip RE] [-files RE] [-source DIR] [-output-dir-flag F] [-parallel N] [-timeout D] -- E2E-ARGS...")
+	fmt.Fprintln(os.Stderr, "usage: conformance run -e2e E2E.TEST -out DIR -node NAME [-suite e2e|e2e_node] [-tags both|node|conformance] [-focus RE] [-skip RE] [-files RE] [-source DIR] [-output-dir-flag F] [-parallel N] [-timeout D] -- E2E-ARGS...")
 	fmt.Fprintln(os.Stderr, "       conformance compare WASMLET/summary.json KUBELET/summary.json")
 	os.Exit(2)
 }
@@ -63,10 +63,12 @@ func runCmd(args []string) error {
 	fs.StringVar(&cfg.E2E, "e2e", "", "the e2e.test binary")
 	fs.StringVar(&cfg.Out, "out", "", "the result directory")
 	fs.StringVar(&cfg.Node, "node", "wasmlet", "the node under test, for the results")
-	fs.StringVar(&cfg.Focus, "focus", `\[NodeConformance\]`, "ginkgo focus")
+	suiteName := fs.String("suite", "e2e", "the suite: e2e (test/e2e's specs of test/e2e/common) or e2e_node (test/e2e_node's)")
+	tags := fs.String("tags", "", "e2e only: the default focus's tags, both ([NodeConformance] and [Conformance], the default), node or conformance")
+	focus := fs.String("focus", "", "ginkgo focus (empty: by -suite and -tags)")
 	fs.StringVar(&cfg.Skip, "skip", `\[Serial\]|\[Disruptive\]|\[Flaky\]`, "ginkgo skip")
 	source := fs.String("source", "", "the directory the suite's source paths are relative to (the Go module cache it was built from), read to find Ordered containers; empty: every spec runs alone")
-	files := fs.String("files", "", "keep only the specs whose source file matches this regular expression")
+	files := fs.String("files", "", "keep only the specs whose source file matches this regular expression (empty: /test/e2e/common/ for e2e, every file for e2e_node)")
 	fs.StringVar(&cfg.OutputDirFlag, "output-dir-flag", "--e2e-output-dir", "the suite's flag for a spec's output directory (empty: none)")
 	fs.IntVar(&cfg.Parallel, "parallel", 3, "specs at once")
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Minute, "limit per spec")
@@ -74,8 +76,13 @@ func runCmd(args []string) error {
 		return err
 	}
 	cfg.Args = fs.Args()
-	if *files != "" {
-		re, err := regexp.Compile(*files)
+	sel, err := newSelection(*suiteName, *tags, *focus, *files)
+	if err != nil {
+		return err
+	}
+	cfg.Focus = sel.Focus
+	if sel.Files != "" {
+		re, err := regexp.Compile(sel.Files)
 		if err != nil {
 			return fmt.Errorf("-files: %w", err)
 		}
@@ -101,10 +108,10 @@ func runCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("conformance %s: %d specs selected (focus %q, skip %q, files %q), %d processes (the specs of an Ordered container share one), %d at a time\n",
-		cfg.Node, len(specs), cfg.Focus, cfg.Skip, *files, len(groups), cfg.Parallel)
+	fmt.Printf("conformance %s: %s: %d specs selected (%s, skip %q), %d processes (the specs of an Ordered container share one), %d at a time\n",
+		cfg.Node, sel.Title(), len(specs), sel.Filter(), cfg.Skip, len(groups), cfg.Parallel)
 	start := time.Now()
-	s := &Summary{Node: cfg.Node, Specs: runAll(ctx, cfg, suite, specs, groups)}
+	s := &Summary{Node: cfg.Node, Title: sel.Title(), Filter: sel.Filter(), Selection: sel, Specs: runAll(ctx, cfg, suite, specs, groups)}
 	if err := writeResults(cfg.Out, s); err != nil {
 		return err
 	}

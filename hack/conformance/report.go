@@ -82,6 +82,12 @@ type Spec struct {
 type Summary struct {
 	// Node is wasmlet or kubelet.
 	Node string `json:"node"`
+	// Title names the specs run and Filter gives the focus and file
+	// filter (Selection.Title, Selection.Filter); Selection is what
+	// chose them.
+	Title     string    `json:"title"`
+	Filter    string    `json:"filter"`
+	Selection Selection `json:"selection"`
 	// Passed, Failed and Skipped count the specs by outcome.
 	Passed  int `json:"passed"`
 	Failed  int `json:"failed"`
@@ -154,6 +160,8 @@ func byFile(specs []Spec) []fileRow {
 
 // writeTable writes the readable table by file.
 func writeTable(w io.Writer, s *Summary) {
+	title, filter := s.heading()
+	fmt.Fprintf(w, "%s\n%s\n\n", title, filter)
 	fmt.Fprintf(w, "%s: %d passed, %d failed, %d skipped of %d\n\n", s.Node, s.Passed, s.Failed, s.Skipped, len(s.Specs))
 	fmt.Fprintf(w, "%-48s %6s %6s %7s\n", "file", "passed", "failed", "skipped")
 	for _, r := range byFile(s.Specs) {
@@ -193,12 +201,18 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     float64     `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       float64         `xml:"time,attr"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
@@ -214,9 +228,12 @@ type junitFailure struct {
 	Message string `xml:",chardata"`
 }
 
-// writeJUnit writes the run as one JUnit test suite named for the node.
+// writeJUnit writes the run as one JUnit test suite named for the specs
+// and the node, its focus and file filter as properties.
 func writeJUnit(w io.Writer, s *Summary) error {
-	suite := junitSuite{Name: "NodeConformance on " + s.Node, Tests: len(s.Specs), Failures: s.Failed, Skipped: s.Skipped}
+	title, filter := s.heading()
+	suite := junitSuite{Name: title + " on " + s.Node, Tests: len(s.Specs), Failures: s.Failed, Skipped: s.Skipped,
+		Properties: []junitProperty{{Name: "filter", Value: filter}, {Name: "focus", Value: s.Selection.Focus}, {Name: "files", Value: s.Selection.Files}}}
 	for _, sp := range s.Specs {
 		c := junitCase{Name: sp.Name, ClassName: sp.File, Time: sp.Seconds}
 		suite.Time += sp.Seconds

@@ -10,7 +10,10 @@
 # BASE/containerd.log and records PID, BRIDGE and SUBNET in BASE/env for
 # hack/containerd/down.sh. Prints the CRI endpoint when containerd answers.
 # With REGISTRY_ENV set (hack/registry/up.sh's env file), containerd trusts
-# that registry's CA (BASE/certs.d/<registry>/hosts.toml).
+# that registry's CA (BASE/certs.d/<registry>/hosts.toml); with
+# REGISTRY_MIRRORS too (registry hosts, space separated, e.g.
+# registry.k8s.io), it pulls those hosts' images through that registry,
+# with its credentials (BASE/certs.d/<host>/hosts.toml).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 base=${1:?usage: up.sh BASE SANDBOX_IMAGE}
@@ -37,6 +40,16 @@ if [ -n "${REGISTRY_ENV:-}" ]; then
     mkdir -p "$base/certs.d/$REGISTRY"
     printf 'server = "https://%s"\n\n[host."https://%s"]\n  capabilities = ["pull", "resolve"]\n  ca = "%s"\n' \
       "$REGISTRY" "$REGISTRY" "$REGISTRY_CA" >"$base/certs.d/$REGISTRY/hosts.toml"
+    # A mirror: the registry first, with a Basic Authorization header on
+    # every request (the CRI's pulls carry no credentials for it), the
+    # mirrored host itself after it.
+    auth=$(printf '%s:%s' "$REGISTRY_USER" "$REGISTRY_PASSWORD" | base64 -w0)
+    for m in ${REGISTRY_MIRRORS:-}; do
+      mkdir -p "$base/certs.d/$m"
+      printf 'server = "https://%s"\n\n[host."https://%s"]\n  capabilities = ["pull", "resolve"]\n  ca = "%s"\n  [host."https://%s".header]\n    Authorization = "Basic %s"\n' \
+        "$m" "$REGISTRY" "$REGISTRY_CA" "$REGISTRY" "$auth" >"$base/certs.d/$m/hosts.toml"
+      chmod 600 "$base/certs.d/$m/hosts.toml"
+    done
   )
 fi
 containerd --config "$base/containerd.toml" >>"$base/containerd.log" 2>&1 &

@@ -182,6 +182,11 @@ type Manager struct {
 	// postStopped are the container instances the PostStop hooks were
 	// called for.
 	postStopped instances
+	// probeKills counts, by pod, the kills for a failed probe still
+	// running (PreStop hooks, then the stop): SyncPod leaves such a pod
+	// alone until they end, as the kubelet's sync, which makes that kill
+	// itself, does nothing else for the pod meanwhile.
+	probeKills map[types.UID]int
 
 	// fsSlots bounds the goroutines blocked in pod-directory syscalls
 	// (each holds an OS thread); a mkdir can take milliseconds of wall
@@ -257,7 +262,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 	if cfg.Instrument != nil {
 		rs, is = cfg.Instrument(rs, is)
 	}
-	m := &Manager{cfg: cfg, rs: rs, is: is, log: cfg.Logger, reasons: map[reasonKey]reason{}, probeKilled: instances{}, postStopped: instances{}, fsSlots: make(chan struct{}, 64)}
+	m := &Manager{cfg: cfg, rs: rs, is: is, log: cfg.Logger, reasons: map[reasonKey]reason{}, probeKilled: instances{}, postStopped: instances{}, probeKills: map[types.UID]int{}, fsSlots: make(chan struct{}, 64)}
 	v, err := rs.Version(ctx, "v1")
 	if err != nil {
 		m.Close()

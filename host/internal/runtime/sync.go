@@ -35,6 +35,14 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		status = &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
 	who := pod.Namespace + "/" + pod.Name
+	if m.probeKillRunning(pod.UID) {
+		// A container of the pod is being killed for a failed probe
+		// (KillContainer): the kubelet makes that kill within the pod's
+		// sync and does nothing else for the pod until it ends; the
+		// prober asks for a sync once it has.
+		m.log.Debug("sync pod: a kill for a failed probe runs; nothing done", "pod", who)
+		return result
+	}
 	m.postStopExited(ctx, pod, status)
 	// Step 1.
 	a := computePodActions(pod, status, m.started())
