@@ -31,7 +31,9 @@ func (h *blockingPreStop) PostStop(context.Context, *v1.Pod, *v1.Container, cont
 	return nil
 }
 
-func (h *blockingPreStop) Subscribed(point container.HookPoint) bool { return point == container.HookPreStop }
+func (h *blockingPreStop) Subscribed(point container.HookPoint) bool {
+	return point == container.HookPreStop
+}
 
 func (h *blockingPreStop) Hook(ctx context.Context, point container.HookPoint, _ *v1.Pod, c *v1.Container) (*container.Adjustment, error) {
 	if point != container.HookPreStop {
