@@ -170,7 +170,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// The parts are stopped before they are waited for: a start that
+	// fails after some were spawned returns its error at once.
+	defer func() { cancel(); wg.Wait() }()
 	errc := make(chan error, 4)
 	spawn := func(name string, f func(context.Context) error) {
 		wg.Add(1)
