@@ -204,9 +204,9 @@ func TestFollower_Run(t *testing.T) {
 	x.labels = map[string]string{"pool": "edge"}
 	x.mu.Unlock()
 	waitFor(t, "the manifest", func() bool { _, err := os.Stat(path); return err == nil })
-	if len(changes) == 0 {
-		t.Fatal("OnChange not called after the manifest was written")
-	}
+	// OnChange follows the write: wait for it rather than read the
+	// channel the instant the file appears.
+	waitFor(t, "OnChange after the manifest was written", func() bool { return len(changes) > 0 })
 	p.Spec.Image = "registry.example/p/policy:v2"
 	p.Generation = 2
 	if _, err := res.Update(ctx, unstr(t, p), metav1.UpdateOptions{}); err != nil {
