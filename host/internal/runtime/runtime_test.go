@@ -480,6 +480,28 @@ func TestManager_SyncPod_Hooks(t *testing.T) {
 	}
 }
 
+// A container that exits on its own is reported to PostStop once, with its
+// exit code, from the status the sync already has.
+func TestManager_SyncPod_PostStopExited(t *testing.T) {
+	m, f := newTestManager(t)
+	h := &recordingHooks{postStop: true}
+	m.cfg.Hooks = h
+	pod := testPod("ps", v1.RestartPolicyNever, "a")
+	st, _ := syncOnce(t, m, pod, NewBackOff())
+	exit(f, st.Containers[0].ID, 3, time.Now())
+	// The second sync and the kill of the pod (nothing left to restart)
+	// see the same exited instance: one PostStop.
+	for range 2 {
+		m.SyncPod(context.Background(), pod, m.mustStatus(t, pod), NewBackOff())
+	}
+	h.mu.Lock()
+	got := strings.Join(h.points, ",")
+	h.mu.Unlock()
+	if want := "PreSandbox,PreCreate/a,Validate/a,PostStart/a,PostStop/a:3,PodTerminated"; got != want {
+		t.Errorf("hook points = %s, want %s", got, want)
+	}
+}
+
 func TestManager_SyncPod_HookRefusal(t *testing.T) {
 	m, f := newTestManager(t)
 	m.cfg.Hooks = &recordingHooks{refuse: "hook plugin v refused the container: /etc is not allowed"}
