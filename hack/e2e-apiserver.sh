@@ -22,11 +22,12 @@
 # signing controllers, certificates of E2E_SIGNING_DURATION (3m).
 #
 # Before the runtimes it starts the private registry (hack/registry/up.sh)
-# and builds the plugins no-privileged and image-allowlist, for TestFleet
-# (WasmletPlugins from deploy/, pulled by the node from the registry) and
-# TestImagePullSecrets (a private testbox pulled with the API server's
-# Secrets; both runtimes trust the registry's CA); E2E_REGISTRY=0 leaves
-# both out and those tests skip.
+# and builds the plugins no-privileged, image-allowlist and validator, for
+# TestFleet (WasmletPlugins from deploy/, pulled by the node from the
+# registry), TestHookValidator (plugins/validator in a node's plugin
+# directory) and TestImagePullSecrets (a private testbox pulled with the API
+# server's Secrets; both runtimes trust the registry's CA); E2E_REGISTRY=0
+# leaves them out and those tests skip.
 #
 # Environment: E2E_RUNTIMES (default "embedded containerd"), E2E_RUN (a -run
 # pattern), E2E_TIMEOUT (default 20m), KEEP_BASE=1 keeps logs; the control
@@ -65,9 +66,9 @@ fleet_args=()
 if [ "${E2E_REGISTRY:-1}" != 0 ]; then
   log "registry and plugins for TestFleet"
   plugins=build/plugins
-  if [ ! -f build/plugins/no-privileged.wasm ] || [ ! -f build/plugins/image-allowlist.wasm ]; then
+  if [ ! -f build/plugins/no-privileged.wasm ] || [ ! -f build/plugins/image-allowlist.wasm ] || [ ! -f build/plugins/validator.wasm ]; then
     plugins=$base/plugins
-    ./hack/build-plugins.sh "$plugins" plugins/no-privileged plugins/image-allowlist
+    ./hack/build-plugins.sh "$plugins" plugins/no-privileged plugins/image-allowlist plugins/validator
   fi
   if hack/registry/up.sh "$base/registry" >/dev/null; then
     fleet_args=(-registry-env "$base/registry/env" -plugins "$repo/$plugins" -deploy "$repo/deploy")

@@ -34,7 +34,7 @@ import (
 
 var (
 	registryEnvFlag = flag.String("registry-env", "", "the env file hack/registry/up.sh wrote; enables TestFleet")
-	pluginsFlag     = flag.String("plugins", "", "the built plugins no-privileged and image-allowlist (hack/build-plugins.sh)")
+	pluginsFlag     = flag.String("plugins", "", "the built plugins no-privileged, image-allowlist and validator (hack/build-plugins.sh)")
 	deployFlag      = flag.String("deploy", "../../../deploy", "the CRDs, RBAC and policy to apply")
 )
 
