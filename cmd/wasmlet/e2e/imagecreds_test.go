@@ -109,7 +109,7 @@ providers:
 
 	var pullMsg string
 	a.waitPod(t, "without-secret", 2*time.Minute, "waiting ErrImagePull with the registry's refusal", func(p *v1.Pod) bool {
-		w := waiting(p, "main")
+		w := harness.Waiting(p, "main")
 		if w != nil && w.Reason == "ErrImagePull" {
 			pullMsg = w.Message
 			return true
@@ -121,19 +121,9 @@ providers:
 		t.Errorf("ErrImagePull message %q: want the registry's 401 (unauthorized) naming %s", pullMsg, secretRef)
 	}
 	a.waitPod(t, "without-secret", 2*time.Minute, "waiting ImagePullBackOff", func(p *v1.Pod) bool {
-		w := waiting(p, "main")
+		w := harness.Waiting(p, "main")
 		return w != nil && w.Reason == "ImagePullBackOff" && strings.Contains(w.Message, "Back-off pulling image")
 	})
-}
-
-// waiting is the waiting state of container, nil when it is not waiting.
-func waiting(p *v1.Pod, container string) *v1.ContainerStateWaiting {
-	for _, s := range p.Status.ContainerStatuses {
-		if s.Name == container {
-			return s.State.Waiting
-		}
-	}
-	return nil
 }
 
 // writeYAML writes obj to file as YAML.

@@ -81,7 +81,7 @@ func TestHookValidator(t *testing.T) {
 
 	const want = "hook plugin validator refused the container: container main mounts host path /etc at /host (hostPath volume host), outside the allowed host paths"
 	waitPod(t, "default", "validated-etc", 2*time.Minute, "waiting in CreateContainerConfigError with the validator's message", func(p *v1.Pod) bool {
-		w := waitingState(p, "main")
+		w := harness.Waiting(p, "main")
 		return w != nil && w.Reason == "CreateContainerConfigError" && strings.Contains(w.Message, want)
 	})
 	harness.Eventually(t, time.Minute, "a Warning event Failed with the validator's message", func() (bool, string) {

@@ -106,7 +106,7 @@ func TestImagePullSecrets(t *testing.T) {
 
 	var msg string
 	waitPod(t, "default", "pull-none", 2*time.Minute, "waiting in ErrImagePull", func(p *v1.Pod) bool {
-		if w := waitingState(p, "main"); w != nil && w.Reason == "ErrImagePull" {
+		if w := harness.Waiting(p, "main"); w != nil && w.Reason == "ErrImagePull" {
 			msg = w.Message
 			return true
 		}
@@ -117,18 +117,7 @@ func TestImagePullSecrets(t *testing.T) {
 		t.Errorf("ErrImagePull message %q: want the registry's 401 (unauthorized) naming %s", msg, image)
 	}
 	waitPod(t, "default", "pull-none", 2*time.Minute, "waiting in ImagePullBackOff", func(p *v1.Pod) bool {
-		w := waitingState(p, "main")
+		w := harness.Waiting(p, "main")
 		return w != nil && w.Reason == "ImagePullBackOff" && strings.Contains(w.Message, "Back-off pulling image")
 	})
-}
-
-// waitingState is the waiting state of container, nil when it is not
-// waiting.
-func waitingState(p *v1.Pod, container string) *v1.ContainerStateWaiting {
-	for _, s := range p.Status.ContainerStatuses {
-		if s.Name == container {
-			return s.State.Waiting
-		}
-	}
-	return nil
 }

@@ -185,3 +185,14 @@ func stateString(s v1.ContainerState) string {
 	}
 	return "unknown"
 }
+
+// Waiting is the waiting state of container in p's status, nil when it is
+// not waiting (or not listed).
+func Waiting(p *v1.Pod, container string) *v1.ContainerStateWaiting {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == container {
+			return s.State.Waiting
+		}
+	}
+	return nil
+}
