@@ -23,6 +23,12 @@
 #   WINDOW=60s         the steady window (with PROBES=1)
 #   LOGS=DIR           keep each run's agent log, and containerd's, in DIR
 #   WASMLET_ARGS=...   extra wasmlet run arguments (e.g. --log-level debug)
+#   HOOK_PLUGINS=DIR   the plugin directory of the agent wasmlet-hooks (a
+#                      wasmlet with sync hooks loaded; AGENTS=wasmlet,wasmlet-hooks
+#                      compares it with none); by default the three ported
+#                      NRI hooks (device-injector, resource-adjuster,
+#                      validator), which act on no benchmark pod but are
+#                      called at every one's PreCreate or Validate
 #
 # The machine's other load shows in the load averages: compare runs at
 # similar load only.
@@ -41,7 +47,12 @@ kubelet=$(hack/kube/build.sh kubelet)
 e2e_images busybox
 e2e_runtime_up containerd pause busybox
 log "containerd up at $ep"
-"$out/bin/benchnode" -endpoint "$ep" -base "$base" -wasmlet "${WASMLET:-$repo/bin/wasmlet}" -kubelet "$kubelet" \
+hooks=${HOOK_PLUGINS:-}
+if [ -z "$hooks" ] && [[ ${AGENTS:-} == *wasmlet-hooks* ]]; then
+  hooks=$base/hook-plugins
+  ./hack/build-plugins.sh "$hooks" plugins/device-injector plugins/resource-adjuster plugins/validator
+fi
+"$out/bin/benchnode" ${hooks:+-hook-plugins "$hooks"} -endpoint "$ep" -base "$base" -wasmlet "${WASMLET:-$repo/bin/wasmlet}" -kubelet "$kubelet" \
 	-pods "${PODS:-1,10,30,100}" -rounds "${ROUNDS:-2}" -agents "${AGENTS:-kubelet,wasmlet}" \
 	${PROBES:+-probes=true -window "${WINDOW:-60s}"} ${LOGS:+-logs "$LOGS"} -wasmlet-args "${WASMLET_ARGS:-}" || status=1
 [ -z "${LOGS:-}" ] || cp "$base/ctrd/containerd.log" "$LOGS/containerd.log" || true

@@ -60,7 +60,7 @@ type Config struct {
 	Image    string // the busybox image the pods run
 	Pods     []int  // pod counts, one run per count, agent and round
 	Rounds   int
-	Agents   []string // "kubelet", "wasmlet", in this order each round
+	Agents   []string // "kubelet", "wasmlet", "wasmlet-hooks", in this order each round
 	Timeout  time.Duration
 	// Probes gives every pod's container an httpGet readiness probe
 	// (busybox httpd on its own loopback port) and an exec liveness probe,
@@ -73,6 +73,9 @@ type Config struct {
 	Logs string
 	// WasmletArgs are extra arguments of wasmlet run, space-separated.
 	WasmletArgs string
+	// HookPlugins is the plugin directory of the agent "wasmlet-hooks":
+	// wasmlet with those plugins loaded, beside "wasmlet" without any.
+	HookPlugins string
 }
 
 func main() {
@@ -91,6 +94,7 @@ func main() {
 	flag.DurationVar(&cfg.Window, "window", time.Minute, "with -probes: the steady-state window after all pods are Ready")
 	flag.StringVar(&cfg.Logs, "logs", "", "directory each run's agent log is copied to (<agent>-<pods>-<round>.log)")
 	flag.StringVar(&cfg.WasmletArgs, "wasmlet-args", "", "extra wasmlet run arguments, space-separated (e.g. --log-level debug)")
+	flag.StringVar(&cfg.HookPlugins, "hook-plugins", "", "plugin directory of the agent wasmlet-hooks")
 	flag.Parse()
 	for _, s := range strings.Split(pods, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -101,8 +105,11 @@ func main() {
 	}
 	cfg.Agents = strings.Split(agents, ",")
 	for _, a := range cfg.Agents {
-		if a != "kubelet" && a != "wasmlet" {
-			fatalf("-agents: %q is neither kubelet nor wasmlet", a)
+		if a != "kubelet" && a != "wasmlet" && a != "wasmlet-hooks" {
+			fatalf("-agents: %q is none of kubelet, wasmlet, wasmlet-hooks", a)
+		}
+		if a == "wasmlet-hooks" && cfg.HookPlugins == "" {
+			fatalf("-agents: wasmlet-hooks needs -hook-plugins")
 		}
 	}
 	if cfg.Endpoint == "" || cfg.Base == "" || (cfg.Kubelet == "" && strings.Contains(agents, "kubelet")) {
@@ -450,11 +457,14 @@ spec:
 // agentCmd is the command of one agent, standalone, on the static pod
 // directory manifests.
 func agentCmd(cfg Config, agent, dir, manifests string) (*exec.Cmd, error) {
-	if agent == "wasmlet" {
+	if agent == "wasmlet" || agent == "wasmlet-hooks" {
 		args := []string{"run", "--node-name", "bench-node", "--container-runtime-endpoint", cfg.Endpoint,
 			"--root-dir", filepath.Join(dir, "root"), "--pod-logs-dir", filepath.Join(dir, "logs"),
 			"--pod-manifest-path", manifests, "--address", "127.0.0.1", "--read-only-port", strconv.Itoa(readOnlyPort),
 			"--port", "0"}
+		if agent == "wasmlet-hooks" {
+			args = append(args, "--plugin-dir", cfg.HookPlugins)
+		}
 		args = append(args, strings.Fields(cfg.WasmletArgs)...)
 		return exec.Command(cfg.Wasmlet, args...), nil
 	}

@@ -37,11 +37,15 @@ var metrics = []metric{
 	{"restarts in window", "n", func(r Result) Figure { return r.Restarts }, true},
 }
 
-// printTable writes, for each pod count, every metric of each agent round
-// by round with the 1-minute load average in brackets, and the
-// wasmlet/kubelet ratio of each round; then the CRI calls of the last
-// round.
+// printTable writes, for each pod count, every metric of the first two
+// agents (kubelet and wasmlet by default) round by round with the 1-minute
+// load average in brackets, and the second/first ratio of each round; then
+// the CRI calls of the last round.
 func printTable(w io.Writer, cfg Config, results []Result) {
+	first, second := cfg.Agents[0], ""
+	if len(cfg.Agents) > 1 {
+		second = cfg.Agents[1]
+	}
 	find := func(agent string, n, round int) (Result, bool) {
 		for _, r := range results {
 			if r.Agent == agent && r.Pods == n && r.Round == round {
@@ -50,13 +54,13 @@ func printTable(w io.Writer, cfg Config, results []Result) {
 		}
 		return Result{}, false
 	}
-	fmt.Fprintf(w, "\nbench-node: %d round(s), figures per round as value [1-min load average]; ratio = wasmlet/kubelet\n", cfg.Rounds)
+	fmt.Fprintf(w, "\nbench-node: %d round(s), figures per round as value [1-min load average]; ratio = %s/%s\n", cfg.Rounds, second, first)
 	if cfg.Probes {
 		fmt.Fprintf(w, "probes: each pod an httpGet readiness probe (busybox httpd) and an exec liveness probe (/bin/true), period 10 s;\nCPU over a steady window of %v from all pods Ready (runtime = the private containerd and its shims, exec probes' runc included)\n", cfg.Window)
 	}
 	for _, n := range cfg.Pods {
 		fmt.Fprintf(w, "\n%d pod(s)\n", n)
-		fmt.Fprintf(w, "| %-28s | %-36s | %-36s | %-18s |\n", "", "kubelet", "wasmlet", "ratio")
+		fmt.Fprintf(w, "| %-28s | %-36s | %-36s | %-18s |\n", "", first, second, "ratio")
 		fmt.Fprintf(w, "|%s|%s|%s|%s|\n", strings.Repeat("-", 30), strings.Repeat("-", 38), strings.Repeat("-", 38), strings.Repeat("-", 20))
 		for _, m := range metrics {
 			if m.probes && !cfg.Probes {
@@ -64,8 +68,8 @@ func printTable(w io.Writer, cfg Config, results []Result) {
 			}
 			var k, wl, ratio []string
 			for round := 1; round <= cfg.Rounds; round++ {
-				kr, kok := find("kubelet", n, round)
-				wr, wok := find("wasmlet", n, round)
+				kr, kok := find(first, n, round)
+				wr, wok := find(second, n, round)
 				if kok {
 					k = append(k, fig(m.get(kr)))
 				}
