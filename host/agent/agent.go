@@ -393,19 +393,25 @@ func (a *Agent) newAllocation() error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	acfg := allocation.Config{
+	alloc, err := allocation.New(allocation.Config{
 		RootDir: a.cfg.RootDir, Admit: admit, Node: a.nodeWithDevices, ActivePods: a.activePods,
-		Events: a.cluster, Resync: a.requestSync, Logger: a.log.Named("allocation"),
-	}
-	if a.cfg.ContainerRuntimeEndpoint == "" {
-		acfg.InPlaceUnsupported = "the embedded WASI runtime cannot change a running container's resources"
-	}
-	alloc, err := allocation.New(acfg)
+		Events: a.cluster, Resync: a.requestSync, InPlaceUnsupported: a.inPlaceUnsupported, Logger: a.log.Named("allocation"),
+	})
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	a.alloc = alloc
 	return nil
+}
+
+// inPlaceUnsupported is why the runtime cannot change a running
+// container's resources, "" when it can: the embedded WASI runtime, in
+// this process or behind an endpoint (`wasmlet runtime`), cannot.
+func (a *Agent) inPlaceUnsupported() string {
+	if !a.built.Load() || a.rt.Name() != wasiruntime.RuntimeName {
+		return ""
+	}
+	return "the embedded WASI runtime cannot change a running container's resources"
 }
 
 // requestSync asks the sync loop to sync a pod now, never blocking (the

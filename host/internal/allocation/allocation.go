@@ -84,11 +84,13 @@ type Config struct {
 	// (another pod went, or shrank); nil leaves it to the pod's next
 	// periodic sync.
 	Resync func(uid types.UID)
-	// InPlaceUnsupported, when not empty, says why the runtime cannot
-	// change a running container's resources: a resize is then Infeasible
-	// unless every resource it changes has resizePolicy RestartContainer
-	// (the container is restarted with its new resources).
-	InPlaceUnsupported string
+	// InPlaceUnsupported, when set and returning a reason, says why the
+	// runtime cannot change a running container's resources: a resize is
+	// then Infeasible unless every resource it changes has resizePolicy
+	// RestartContainer (the container is restarted with its new
+	// resources). It is asked at each decision: the runtime is known only
+	// once connected.
+	InPlaceUnsupported func() string
 	// Logger receives structured logs; nil means none.
 	Logger hclog.Logger
 }
@@ -380,9 +382,11 @@ func (m *Manager) othersAtAllocation(uid types.UID) []*v1.Pod {
 // reason (Infeasible, Deferred) and why. alloc is the pod at its current
 // allocation.
 func (m *Manager) check(ctx context.Context, pod, alloc *v1.Pod, others []*v1.Pod) (string, string) {
-	if m.cfg.InPlaceUnsupported != "" {
-		if msg := needsInPlace(pod, alloc); msg != "" {
-			return v1.PodReasonInfeasible, m.cfg.InPlaceUnsupported + ": " + msg
+	if m.cfg.InPlaceUnsupported != nil {
+		if why := m.cfg.InPlaceUnsupported(); why != "" {
+			if msg := needsInPlace(pod, alloc); msg != "" {
+				return v1.PodReasonInfeasible, why + ": " + msg
+			}
 		}
 	}
 	node := m.cfg.Node()

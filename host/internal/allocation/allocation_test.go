@@ -53,7 +53,7 @@ func resized(p *v1.Pod, cpu, mem string) *v1.Pod {
 func newManager(t *testing.T, dir string, n *v1.Node, active *[]*v1.Pod, ev *events, inPlace string) *Manager {
 	t.Helper()
 	m, err := New(Config{RootDir: dir, Admit: &chain{}, Node: func() *v1.Node { return n }, ActivePods: func() []*v1.Pod { return *active },
-		Events: ev, InPlaceUnsupported: inPlace})
+		Events: ev, InPlaceUnsupported: func() string { return inPlace }})
 	if err != nil {
 		t.Fatal(err)
 	}
