@@ -60,7 +60,7 @@ func TestHooks(t *testing.T) {
 		{"Adjustments", []string{"containerd"}, testHookAdjustments},
 		{"MountAndMemoryCap", []string{"embedded"}, testHookEmbedded},
 		{"CDI", []string{"containerd"}, func(t *testing.T, _ *hookCase) {
-			t.Skip("containerd 1.6 on this machine has no CDI; CDI devices are unit-tested (container, extension)")
+			t.Skip("containerd 1.6 (Debian 12's containerd 1.6.20, which the harness installs) has no CDI: no enable_cdi or cdi_spec_dirs; CDI devices are unit-tested (container, extension)")
 		}},
 		{"Hugepages", []string{"containerd"}, testHookHugepages},
 		{"Undeclared", nil, testHookUndeclared},
@@ -241,7 +241,7 @@ func testHookEmbedded(t *testing.T, h *hookCase) {
 // A hugepage limit needs the hugetlb cgroup controller.
 func testHookHugepages(t *testing.T, h *hookCase) {
 	if _, err := os.Stat("/sys/fs/cgroup/hugetlb"); err != nil {
-		t.Skipf("no hugetlb cgroup controller on this node (%v)", err)
+		t.Skipf("no hugetlb cgroup controller mounted at /sys/fs/cgroup/hugetlb (%v)", err)
 	}
 	h.install(t, "hugepages", map[string]string{
 		"PreCreate": `{"adjustment":{"resources":{"hugepageLimits":[{"pageSize":"2MB","limit":4194304}]}}}`,
