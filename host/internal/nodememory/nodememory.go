@@ -80,7 +80,7 @@ func (r *Reader) v1Dir() string { return filepath.Join(r.cfg.CgroupRoot, "memory
 
 // Read reads the node's memory now.
 func (r *Reader) Read() (Stats, error) {
-	mi, err := meminfo(filepath.Join(r.cfg.ProcDir, "meminfo"))
+	mi, err := Meminfo(filepath.Join(r.cfg.ProcDir, "meminfo"))
 	if err != nil {
 		return Stats{}, err
 	}
@@ -106,8 +106,9 @@ func (r *Reader) Read() (Stats, error) {
 	return Stats{Capacity: capacity, Usage: usage, WorkingSet: ws, Available: capacity - min(ws, capacity)}, nil
 }
 
-// meminfo reads /proc/meminfo's fields in bytes.
-func meminfo(path string) (map[string]uint64, error) {
+// Meminfo reads the fields of a /proc/meminfo file, in bytes (a "kB"
+// value times 1024).
+func Meminfo(path string) (map[string]uint64, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("nodememory: %w", err)

@@ -1,7 +1,6 @@
 package stats
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
@@ -14,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	"k8s.io/utils/ptr"
+
+	"github.com/wasmlet/wasmlet/host/internal/nodememory"
 )
 
 // userHZ is the unit of /proc/stat's CPU times (USER_HZ, 100 on Linux
@@ -44,41 +45,11 @@ func cpuTicks(procDir string) (uint64, error) {
 	return sum, nil
 }
 
-// meminfo reads the named fields of /proc/meminfo, in bytes.
-func meminfo(procDir string) (map[string]uint64, error) {
-	f, err := os.Open(filepath.Join(procDir, "meminfo"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	m := map[string]uint64{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseUint(fields[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		if len(fields) > 1 && fields[1] == "kB" {
-			v *= 1024
-		}
-		m[name] = v
-	}
-	return m, sc.Err()
-}
-
 // nodeMemory is the node's memory as the kubelet reports its root cgroup:
 // usage is what is not free, the working set leaves out inactive page
 // cache (which the kernel reclaims first), available is the rest.
 func nodeMemory(procDir string, now metav1.Time) (*statsapi.MemoryStats, error) {
-	m, err := meminfo(procDir)
+	m, err := nodememory.Meminfo(filepath.Join(procDir, "meminfo"))
 	if err != nil {
 		return nil, err
 	}
