@@ -140,6 +140,11 @@ func (e *encoder) int(v int64) {
 	e.comma = true
 }
 
+func (e *encoder) uint(v uint64) {
+	e.b = strconv.AppendUint(e.b, v, 10)
+	e.comma = true
+}
+
 func (e *encoder) bytes(v []byte) {
 	e.b = append(e.b, '"')
 	e.b = base64.StdEncoding.AppendEncode(e.b, v)
@@ -350,8 +355,7 @@ func (e *encoder) resources(r *LinuxResources) {
 			e.key("pageSize")
 			e.str(r.HugepageLimits[i].PageSize)
 			e.key("limit")
-			e.b = strconv.AppendUint(e.b, r.HugepageLimits[i].Limit, 10)
-			e.comma = true
+			e.uint(r.HugepageLimits[i].Limit)
 			e.close()
 		})
 	}
