@@ -212,6 +212,18 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 		}
 		return nil
 	}
+	run := p
+	if s.cfg.Allocation != nil {
+		// The resize is decided before the first status of this sync is
+		// recorded: a status carries the pod's generation as observed, so
+		// it must carry that generation's resize conditions and
+		// allocation too. Otherwise a client sees the new generation
+		// observed with no resize in progress and the old resources (the
+		// kubelet decides a resize as the pod update arrives, before its
+		// sync writes a status).
+		run = s.cfg.Allocation.Resize(ctx, p)
+		api = s.generate(p, rs, s.previous(p.UID))
+	}
 	s.cfg.Statuses.SetPodStatus(p, api)
 	if s.cfg.Volumes != nil {
 		if err := s.cfg.Volumes.Mount(ctx, p); err != nil {
@@ -224,10 +236,6 @@ func (s *Syncer) sync(ctx context.Context, p *v1.Pod) error {
 		if slot, err = s.cfg.Pacer.Acquire(ctx); err != nil {
 			return err
 		}
-	}
-	run := p
-	if s.cfg.Allocation != nil {
-		run = s.cfg.Allocation.Resize(ctx, p)
 	}
 	res := s.cfg.Runtime.SyncPod(ctx, run, rs, s.cfg.BackOff)
 	slot.Done(res.Error() == nil)

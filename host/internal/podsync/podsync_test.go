@@ -307,3 +307,70 @@ func TestSyncer_Sync_allocation(t *testing.T) {
 		t.Errorf("conditions %v, allocated %v, resources %v: want InProgress Error, 1 cpu allocated, 500m actual", st.Conditions, cs.AllocatedResources, cs.Resources)
 	}
 }
+
+// orderLog records the order of a sync's resize decision and status
+// writes.
+type orderLog struct{ steps []string }
+
+// loggedStatuses is a status manager that logs each status it is given.
+type loggedStatuses struct {
+	*status.Manager
+	log *orderLog
+}
+
+func (l loggedStatuses) SetPodStatus(p *v1.Pod, s v1.PodStatus) bool {
+	conds := ""
+	for _, c := range s.Conditions {
+		if c.Type == v1.PodResizeInProgress {
+			conds = " InProgress"
+		}
+	}
+	l.log.steps = append(l.log.steps, "status"+conds)
+	return l.Manager.SetPodStatus(p, s)
+}
+
+// decidingAllocation starts a resize at its first Resize: from then on the
+// pod has PodResizeInProgress.
+type decidingAllocation struct {
+	fakeAllocation
+	log     *orderLog
+	decided bool
+}
+
+func (a *decidingAllocation) Conditions(types.UID) []v1.PodCondition {
+	if !a.decided {
+		return nil
+	}
+	return []v1.PodCondition{{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue}}
+}
+func (a *decidingAllocation) Resize(ctx context.Context, p *v1.Pod) *v1.Pod {
+	a.decided = true
+	a.log.steps = append(a.log.steps, "resize")
+	return a.fakeAllocation.Resize(ctx, p)
+}
+
+// A sync decides the pod's resize before it records any status: every
+// status showing the new generation as observed shows its resize in
+// progress too, so no client takes the old resources for the resize's
+// outcome.
+func TestSyncer_Sync_resizeBeforeStatus(t *testing.T) {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", Generation: 2},
+		Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyAlways, Containers: []v1.Container{{Name: "c", Image: "img"}}}}
+	rt := &fakeRuntime{}
+	log := &orderLog{}
+	alloc := &decidingAllocation{log: log}
+	s, err := New(Config{Runtime: rt, Cache: runtimeCache{rt}, Statuses: loggedStatuses{status.NewManager(), log}, Pods: onePod{p},
+		Records: podstate.New(podstate.Config{}), Events: &recorded{}, Allocation: alloc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Sync(context.Background(), worker.Work{Kind: worker.Sync, Pod: p, First: true})
+	if len(log.steps) < 2 || log.steps[0] != "resize" {
+		t.Fatalf("steps %q, want the resize decided before any status", log.steps)
+	}
+	for _, st := range log.steps[1:] {
+		if st != "status InProgress" {
+			t.Errorf("steps %q: a status without the resize in progress", log.steps)
+		}
+	}
+}
