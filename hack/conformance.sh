@@ -33,7 +33,8 @@
 # --start-services=false), so wasmlet and the kubelet are started alike.
 # Results go to build/<conformance|node-conformance>/<node>/{summary.json,
 # junit.xml,table.txt,specs/}; with NODE=both, compare.txt beside them puts
-# the two side by side.
+# the two side by side. durations.json there keeps each spec's longest run
+# time seen, so later runs start the longest specs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -363,7 +364,7 @@ run_node() {
 	case $SUITE in
 	e2e)
 		"$out/bin/conformance" run -e2e "$bin_e2e_test" -out "$results/$node" -node "$node" -suite "$SUITE" -tags "$TAGS" \
-			-focus "$FOCUS" -skip "$skip" -files "$FILES" -source "$gomodcache" -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
+			-focus "$FOCUS" -skip "$skip" -files "$FILES" -source "$gomodcache" -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -durations "$results/durations.json" -- \
 			--kubeconfig "$admin" --provider skeleton --kubectl-path "$bin_kubectl" --minStartupPods=-1 \
 			--allowed-not-ready-nodes 0 || status=1
 		;;
@@ -371,7 +372,7 @@ run_node() {
 		# The suite's own services stay off: the node is the one started
 		# above, as for the other suite, and its images are imported.
 		"$out/bin/conformance" run -e2e "$bin_e2e_node_test" -out "$results/$node" -node "$node" -suite "$SUITE" -tags "$TAGS" \
-			-focus "$FOCUS" -skip "$skip" -files "$FILES" -source "$gomodcache" -output-dir-flag '' -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -- \
+			-focus "$FOCUS" -skip "$skip" -files "$FILES" -source "$gomodcache" -output-dir-flag '' -parallel "$PARALLEL" -timeout "$SPEC_TIMEOUT" -durations "$results/durations.json" -- \
 			--start-services=false --stop-services=false --prepull-images=false --node-name "$nodename" \
 			--host "$apiserver" --bearer-token "$token" --container-runtime-endpoint "$ep" \
 			--dns-domain cluster.local || status=1

@@ -232,3 +232,38 @@ var _ = ginkgo.Describe("outer", func() {
 		t.Error("a container whose source cannot be read: no error")
 	}
 }
+
+// The units start longest first: known run times first, a [Slow] spec
+// without one as a long one, the rest in the listing's order; a merge
+// keeps the longest time and ignores what did not run.
+func TestLongestFirst(t *testing.T) {
+	spec := func(text string) ginkgoSpec { return ginkgoSpec{LeafNodeText: text} }
+	specs := []ginkgoSpec{spec("a"), spec("b [Slow]"), spec("c"), spec("d"), spec("e")}
+	units := [][]int{{0}, {1}, {2, 3}, {4}}
+	d := Durations{"a": 5, "c": 400, "d": 1}
+	got := longestFirst(units, specs, d)
+	want := [][]int{{2, 3}, {1}, {4}, {0}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+
+	d.merge([]Spec{{Name: "a", State: "passed", Seconds: 9}, {Name: "c", State: "failed", Seconds: 10},
+		{Name: "e", State: "interrupted", Seconds: 3}, {Name: "f", State: "skipped"}})
+	if d["a"] != 9 || d["c"] != 400 {
+		t.Errorf("merged a=%v c=%v, want the longer times 9 and 400", d["a"], d["c"])
+	}
+	if _, ok := d["e"]; ok {
+		t.Errorf("an interrupted spec's time was kept: %v", d)
+	}
+	path := filepath.Join(t.TempDir(), "d", "durations.json")
+	if err := d.write(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := readDurations(path)
+	if err != nil || fmt.Sprint(back) != fmt.Sprint(d) {
+		t.Errorf("read back %v (%v), want %v", back, err, d)
+	}
+	if none, err := readDurations(filepath.Join(t.TempDir(), "missing")); err != nil || len(none) != 0 {
+		t.Errorf("a missing file: %v, %v; want none, no error", none, err)
+	}
+}

@@ -4,7 +4,7 @@
 // writes the results; hack/conformance.sh starts the cluster and the node
 // around it (see the README's "Conformance" section).
 //
-//	conformance run -e2e E2E.TEST -out DIR -node NAME [-suite e2e|e2e_node] [-tags both|node|conformance] [-focus RE] [-skip RE] [-files RE] [-source DIR] [-output-dir-flag F] [-parallel N] [-timeout D] -- E2E-ARGS...
+//	conformance run -e2e E2E.TEST -out DIR -node NAME [-suite e2e|e2e_node] [-tags both|node|conformance] [-focus RE] [-skip RE] [-files RE] [-source DIR] [-output-dir-flag F] [-parallel N] [-timeout D] [-durations FILE] -- E2E-ARGS...
 //	conformance compare WASMLET/summary.json KUBELET/summary.json
 //
 // run writes DIR/summary.json, DIR/junit.xml, DIR/table.txt and, per spec,
@@ -52,7 +52,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: conformance run -e2e E2E.TEST -out DIR -node NAME [-suite e2e|e2e_node] [-tags both|node|conformance] [-focus RE] [-skip RE] [-files RE] [-source DIR] [-output-dir-flag F] [-parallel N] [-timeout D] -- E2E-ARGS...")
+	fmt.Fprintln(os.Stderr, "usage: conformance run -e2e E2E.TEST -out DIR -node NAME [-suite e2e|e2e_node] [-tags both|node|conformance] [-focus RE] [-skip RE] [-files RE] [-source DIR] [-output-dir-flag F] [-parallel N] [-timeout D] [-durations FILE] -- E2E-ARGS...")
 	fmt.Fprintln(os.Stderr, "       conformance compare WASMLET/summary.json KUBELET/summary.json")
 	os.Exit(2)
 }
@@ -72,6 +72,7 @@ func runCmd(args []string) error {
 	fs.StringVar(&cfg.OutputDirFlag, "output-dir-flag", "--e2e-output-dir", "the suite's flag for a spec's output directory (empty: none)")
 	fs.IntVar(&cfg.Parallel, "parallel", 3, "specs at once")
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Minute, "limit per spec")
+	durationsPath := fs.String("durations", "", "a file of the specs' run times in earlier runs (JSON, full text → seconds): the longest start first, and this run's are merged in (empty: listing order, nothing kept)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -108,12 +109,25 @@ func runCmd(args []string) error {
 	if err != nil {
 		return err
 	}
+	durations := Durations{}
+	if *durationsPath != "" {
+		if durations, err = readDurations(*durationsPath); err != nil {
+			return fmt.Errorf("-durations: %w", err)
+		}
+		groups = longestFirst(groups, specs, durations)
+	}
 	fmt.Printf("conformance %s: %s: %d specs selected (%s, skip %q), %d processes (the specs of an Ordered container share one), %d at a time\n",
 		cfg.Node, sel.Title(), len(specs), sel.Filter(), cfg.Skip, len(groups), cfg.Parallel)
 	start := time.Now()
 	s := &Summary{Node: cfg.Node, Title: sel.Title(), Filter: sel.Filter(), Selection: sel, Specs: runAll(ctx, cfg, suite, specs, groups)}
 	if err := writeResults(cfg.Out, s); err != nil {
 		return err
+	}
+	if *durationsPath != "" {
+		durations.merge(s.Specs)
+		if err := durations.write(*durationsPath); err != nil {
+			return fmt.Errorf("-durations: %w", err)
+		}
 	}
 	fmt.Printf("conformance %s: %d passed, %d failed, %d skipped of %d in %s; results in %s\n",
 		s.Node, s.Passed, s.Failed, s.Skipped, len(s.Specs), time.Since(start).Round(time.Second), cfg.Out)
