@@ -20,8 +20,10 @@ type Usage struct {
 	CPU float64
 	// ChildrenCPU is the user plus system time of its reaped children.
 	ChildrenCPU float64
-	// RSS is the resident set, in bytes.
-	RSS int64
+	// RSS is the resident set, in bytes; Anon the anonymous part of it
+	// (RssAnon: what is the process's own, not pages of files such as its
+	// binary, which processes of one program share).
+	RSS, Anon int64
 }
 
 // Read is the usage of process pid.
@@ -38,7 +40,10 @@ func Read(pid int) (Usage, error) {
 	if err != nil {
 		return Usage{}, err
 	}
-	if u.RSS, err = ParseRSS(string(status)); err != nil {
+	if u.RSS, err = StatusBytes(string(status), "VmRSS"); err != nil {
+		return Usage{}, fmt.Errorf("/proc/%d/status: %w", pid, err)
+	}
+	if u.Anon, err = StatusBytes(string(status), "RssAnon"); err != nil {
 		return Usage{}, fmt.Errorf("/proc/%d/status: %w", pid, err)
 	}
 	return u, nil
@@ -68,24 +73,25 @@ func ParseStat(s string) (Usage, error) {
 	return Usage{CPU: t[0] + t[1], ChildrenCPU: t[2] + t[3]}, nil
 }
 
-// ParseRSS is VmRSS of a /proc/PID/status, in bytes.
-func ParseRSS(status string) (int64, error) {
+// StatusBytes is the field name (VmRSS, RssAnon, …) of a /proc/PID/status,
+// in bytes.
+func StatusBytes(status, name string) (int64, error) {
 	for _, l := range strings.Split(status, "\n") {
-		v, ok := strings.CutPrefix(l, "VmRSS:")
+		v, ok := strings.CutPrefix(l, name+":")
 		if !ok {
 			continue
 		}
 		f := strings.Fields(v)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("VmRSS %q: want N kB", strings.TrimSpace(v))
+			return 0, fmt.Errorf("%s %q: want N kB", name, strings.TrimSpace(v))
 		}
 		kb, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("VmRSS: %w", err)
+			return 0, fmt.Errorf("%s: %w", name, err)
 		}
 		return kb << 10, nil
 	}
-	return 0, fmt.Errorf("no VmRSS line")
+	return 0, fmt.Errorf("no %s line", name)
 }
 
 // LoadAverage is the 1-minute load average, or -1 when /proc/loadavg
@@ -104,4 +110,18 @@ func LoadAverage() float64 {
 		return -1
 	}
 	return v
+}
+
+// MemAvailable is MemAvailable of /proc/meminfo, in bytes: what the
+// machine can still give processes without swapping.
+func MemAvailable() (int64, error) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	v, err := StatusBytes(string(b), "MemAvailable")
+	if err != nil {
+		return 0, fmt.Errorf("/proc/meminfo: %w", err)
+	}
+	return v, nil
 }

@@ -33,18 +33,20 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
-func TestParseRSS(t *testing.T) {
+func TestStatusBytes(t *testing.T) {
+	const status = "Name:\tx\nVmPeak:\t 9 kB\nVmRSS:\t  1024 kB\nRssAnon:\t   512 kB\nThreads: 3\n"
 	for _, c := range []struct {
-		name, in string
-		want     int64
-		err      string
+		name, in, field string
+		want            int64
+		err             string
 	}{
-		{"present", "Name:\tx\nVmPeak:\t 9 kB\nVmRSS:\t  1024 kB\nThreads: 3\n", 1 << 20, ""},
-		{"kernel thread", "Name:\tkthreadd\nThreads:\t1\n", 0, "no VmRSS"},
-		{"bad unit", "VmRSS:\t12 MB\n", 0, "want N kB"},
+		{"VmRSS", status, "VmRSS", 1 << 20, ""},
+		{"RssAnon", status, "RssAnon", 512 << 10, ""},
+		{"kernel thread", "Name:\tkthreadd\nThreads:\t1\n", "VmRSS", 0, "no VmRSS"},
+		{"bad unit", "VmRSS:\t12 MB\n", "VmRSS", 0, "want N kB"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := ParseRSS(c.in)
+			got, err := StatusBytes(c.in, c.field)
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) {
 					t.Fatalf("err %v, want one containing %q", err, c.err)
@@ -63,10 +65,17 @@ func TestRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.RSS <= 0 {
-		t.Errorf("RSS of this test %d, want > 0", u.RSS)
+	if u.RSS <= 0 || u.Anon <= 0 || u.Anon > u.RSS {
+		t.Errorf("RSS of this test %d, anonymous %d: want 0 < anonymous <= RSS", u.RSS, u.Anon)
 	}
 	if _, err := Read(-1); err == nil {
 		t.Error("Read(-1) succeeded")
+	}
+}
+
+func TestMemAvailable(t *testing.T) {
+	v, err := MemAvailable()
+	if err != nil || v <= 0 {
+		t.Errorf("MemAvailable() = %d, %v; want a positive size", v, err)
 	}
 }
