@@ -38,9 +38,22 @@ base=$(mktemp -d /tmp/wlf.XXXX)
 # fake runtimes' sockets): those there before this run are not ours.
 hollow() { ls -d /tmp/hollow-kubelet.* /tmp/kubelet_remote_*.sock 2>/dev/null || true; }
 hollow_before=$(hollow)
+# Every agent, wasmlet or hollow kubelet, takes a few inotify instances, and
+# the kernel's default of 128 per user is for one machine's worth of
+# programs: a hundred agents of one user would use them up (wasmlet falls
+# back to rescanning its plugin directory, the hollow kubelet's file source
+# fails) and leave none to the machine's other programs. The limit is raised
+# for the run and put back after.
+inotify=/proc/sys/fs/inotify/max_user_instances
+inotify_was=$(cat "$inotify")
+inotify_want=$(( ${NODES:-100} * 8 + 512 ))
+if (( inotify_was < inotify_want )); then
+  echo "$inotify_want" >"$inotify"
+fi
 cleanup() {
   local rc=$?
   set +e
+  if (( $(cat "$inotify") != inotify_was )); then echo "$inotify_was" >"$inotify"; fi
   # Agents the tool did not stop (it was killed): every process whose
   # command line names the base.
   kill_matching "$base/"

@@ -174,6 +174,13 @@ func (o *Observer) Starts(sent map[string]time.Time) (slo, client []time.Duratio
 	return slo, client
 }
 
+// LeaseCounts are the renewals late and missed so far.
+func (o *Observer) LeaseCounts() PhaseLeases {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.leases.Counts()
+}
+
 // LeaseSummary is the lease renewals so far.
 func (o *Observer) LeaseSummary() LeaseSummary {
 	o.mu.Lock()

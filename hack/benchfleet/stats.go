@@ -66,6 +66,27 @@ func (l *Leases) Renewed(node string, t time.Time) {
 	}
 }
 
+// Counts are the renewals counted late and missed so far, over all nodes
+// (a node that stopped renewing is not counted until it renews).
+func (l *Leases) Counts() PhaseLeases {
+	var c PhaseLeases
+	for _, n := range l.late {
+		c.Late += n
+	}
+	for _, n := range l.missed {
+		c.Missed += n
+	}
+	return c
+}
+
+// PhaseLeases are the renewals late and missed in one phase of a run.
+type PhaseLeases struct{ Late, Missed int }
+
+// Sub is c less an earlier count.
+func (c PhaseLeases) Sub(earlier PhaseLeases) PhaseLeases {
+	return PhaseLeases{Late: c.Late - earlier.Late, Missed: c.Missed - earlier.Missed}
+}
+
 // LeaseSummary is what Leases recorded up to a moment.
 type LeaseSummary struct {
 	// Late and Missed count the renewals late and missed over all nodes.

@@ -70,3 +70,17 @@ func TestLeases_Summary(t *testing.T) {
 		})
 	}
 }
+
+func TestLeases_Counts(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := NewLeases(11*time.Second, 40*time.Second)
+	l.Renewed("a", t0)
+	l.Renewed("a", t0.Add(12*time.Second))
+	first := l.Counts()
+	l.Renewed("a", t0.Add(60*time.Second))
+	l.Renewed("b", t0)
+	l.Renewed("b", t0.Add(15*time.Second))
+	if got, want := l.Counts().Sub(first), (PhaseLeases{Late: 1, Missed: 1}); got != want || first != (PhaseLeases{Late: 1}) {
+		t.Errorf("first phase %+v, second %+v; want {Late:1} and %+v", first, got, want)
+	}
+}

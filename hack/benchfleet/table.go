@@ -66,12 +66,25 @@ func printTable(w io.Writer, cfg *Config, results []*Result) {
 	add(fmt.Sprintf("lease renewals late (>%s) / missed (>%s)", cfg.LeaseLate, cfg.LeaseMissed), func(r *Result) string {
 		return fmt.Sprintf("%d/%d (max gap %s)", r.Leases.Late, r.Leases.Missed, dur(r.Leases.MaxGap))
 	})
+	add("  of them in start+idle / rollout / pods", func(r *Result) string {
+		return fmt.Sprintf("%d/%d, %d/%d, %d/%d", r.LeasesIdle.Late, r.LeasesIdle.Missed,
+			r.LeasesRollout.Late, r.LeasesRollout.Missed, r.LeasesPods.Late, r.LeasesPods.Missed)
+	})
 	add("nodes NotReady after Ready", func(r *Result) string { return fmt.Sprint(r.NotReady) })
 	add("plugin rollout: apply to enforced on all", func(r *Result) string {
+		switch {
+		case r.Rollout == 0:
+			return "-"
+		case r.RolloutErr != "":
+			return fmt.Sprintf("%d/%d nodes after %s", r.Enforced, r.Nodes, dur(r.Rollout))
+		}
+		return dur(r.Rollout)
+	})
+	add("agent CPU-s/node in the rollout", func(r *Result) string {
 		if r.Rollout == 0 {
 			return "-"
 		}
-		return dur(r.Rollout)
+		return fmt.Sprintf("%.2f", r.RolloutCPU)
 	})
 	add("agent RSS (anonymous) MiB/node, plugin enforced", func(r *Result) string {
 		if r.Rollout == 0 {
@@ -86,10 +99,13 @@ func printTable(w io.Writer, cfg *Config, results []*Result) {
 		return fmt.Sprintf("%.1f", r.RegistryRequests)
 	})
 	add("error", func(r *Result) string {
-		if r.Err == "" {
-			return "-"
+		switch {
+		case r.Err != "":
+			return r.Err
+		case r.RolloutErr != "":
+			return "rollout: " + r.RolloutErr
 		}
-		return r.Err
+		return "-"
 	})
 
 	heads := make([]string, len(results))
