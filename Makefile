@@ -15,7 +15,7 @@ MODULES  := . abi sdk sdk/sdktest plugins examples/plugins
 # each CMD: run CMD in every module, stopping at the first failure.
 each = @set -e; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)); done
 
-.PHONY: all build plugins deps run test test-steps unit e2e conformance node-conformance cri-diff bench bench-node check fmt vet tidy clean
+.PHONY: all build plugins deps run test test-steps unit e2e conformance node-conformance cri-diff bench bench-node bench-fleet check fmt vet tidy clean
 
 all: build plugins
 
@@ -94,6 +94,16 @@ bench: deps build plugins
 # figures side by side with the load average. Minutes; not part of make test.
 bench-node: deps build
 	./hack/bench-node.sh
+
+# NODES wasmlet agents on the embedded runtime, then NODES kubemark hollow
+# kubelets, on one control plane on loopback: what a node costs the API
+# server, pod start latency, lease renewals, a plugin's rollout to the
+# fleet (hack/bench-fleet.sh). Tens of minutes at 100; not part of make test.
+NODES         ?= 100
+PODS_PER_NODE ?= 5
+ROUNDS        ?= 1
+bench-fleet: deps build
+	NODES=$(NODES) PODS_PER_NODE=$(PODS_PER_NODE) ROUNDS=$(ROUNDS) ./hack/bench-fleet.sh
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

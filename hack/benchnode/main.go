@@ -45,6 +45,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/cri"
+	"github.com/wasmlet/wasmlet/hack/internal/procfs"
 	"github.com/wasmlet/wasmlet/hack/kubeletconfig"
 )
 
@@ -642,37 +643,23 @@ func criCalls(url string) []CRICall {
 	return out
 }
 
-func load() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return -1
-	}
-	f, _ := strconv.ParseFloat(strings.Fields(string(b))[0], 64)
-	return f
-}
+// load is the 1-minute load average.
+func load() float64 { return procfs.LoadAverage() }
 
 // cpuSeconds is the process's user plus system time (clock ticks of 100 Hz).
 func cpuSeconds(pid int) float64 { return cpuTicks(pid, false) }
 
 // cpuTicks is the process's user plus system seconds, with its reaped
-// children's when children is set.
+// children's when children is set; 0 when it cannot be read.
 func cpuTicks(pid int, children bool) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	u, err := procfs.Read(pid)
 	if err != nil {
 		return 0
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	sum := 0.0
-	fields := f[11:13] // utime, stime
 	if children {
-		fields = f[11:15] // and cutime, cstime
+		return u.CPU + u.ChildrenCPU
 	}
-	for _, v := range fields {
-		x, _ := strconv.ParseFloat(v, 64)
-		sum += x
-	}
-	return sum / 100
+	return u.CPU
 }
 
 // cpuTimes are the machine's CPU ticks since boot, all cores: busy (not
@@ -818,16 +805,11 @@ func keepLog(src, dst string) {
 	}
 }
 
+// rssMB is the process's resident memory in MiB, 0 when it cannot be read.
 func rssMB(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	u, err := procfs.Read(pid)
 	if err != nil {
 		return 0
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			kb, _ := strconv.ParseFloat(strings.Fields(l)[1], 64)
-			return kb / 1024
-		}
-	}
-	return 0
+	return float64(u.RSS) / (1 << 20)
 }

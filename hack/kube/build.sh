@@ -7,7 +7,7 @@
 #   hack/kube/build.sh NAME...   prints each binary's path on stdout, one a line
 #
 # NAME is kube-apiserver, kube-controller-manager, kube-scheduler, kubectl,
-# kubelet, e2e.test or e2e_node.test (the upstream e2e and node e2e suites,
+# kubelet, kubemark (the hollow node of make bench-fleet), e2e.test or e2e_node.test (the upstream e2e and node e2e suites,
 # `go test -c`), agnhost or nnp
 # (the programs of the suite's agnhost and nonewprivs images, static). One build at a time: the first cold
 # build takes ~9 min on 2 cores (e2e.test ~12 min); later ones reuse the Go
@@ -35,7 +35,7 @@ for name in "$@"; do
 	echo "building $name $VERSION into $cache" >&2
 	cd "$here"
 	case $name in
-	kube-apiserver | kube-controller-manager | kube-scheduler | kubectl | kubelet)
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubectl | kubelet | kubemark)
 		GOWORK=off GOFLAGS=-mod=readonly nice -n 10 go build -trimpath -ldflags "$ldflags" \
 			-o "$bin.tmp" "k8s.io/kubernetes/cmd/$name"
 		;;

@@ -12,6 +12,8 @@
 mkdir -p "$out/bin" "$out/images" "$out/cache"
 # shellcheck source=kubelet-config.sh
 . hack/lib/kubelet-config.sh
+# shellcheck source=cleanup.sh
+. hack/lib/cleanup.sh
 
 # e2e_tools: bin/wasmlet and the tools (mkimage, the bare CRI client).
 e2e_tools() {
@@ -131,11 +133,7 @@ e2e_cleanup() {
   set +e
   # Agents and standalone runtimes started under this base (the suite stops
   # its own; this catches them when the suite itself was killed).
-  for p in /proc/[0-9]*; do
-    if { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q -- "^$repo/bin/wasmlet .*$base/"; then
-      kill -KILL "${p#/proc/}" 2>/dev/null
-    fi
-  done
+  kill_matching "^$repo/bin/wasmlet .*$base/"
   if [ -f "$base/ctrd/env" ]; then
     hack/containerd/down.sh "$base/ctrd" "$out/bin/cri"
   fi
@@ -146,7 +144,7 @@ e2e_cleanup() {
     log "logs kept in $base"
   else
     # Mounts the embedded runtime or a crashed agent may have left.
-    awk -v b="$base/" 'index($5, b) == 1 {print $5}' /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l
+    umount_under "$base"
     rm -rf --one-file-system "$base"
   fi
   exit $(( rc != 0 ? rc : status ))

@@ -171,8 +171,15 @@ type StartConfig struct {
 func (c *Cluster) Start(sc StartConfig, spawn func(string, func(context.Context) error)) {
 	log := c.cfg.Logger
 	c.pods = sc.Pods
+	heartbeat, err := kubernetes.NewForConfig(heartbeatConfig(c.rest, sc.StatusUpdateFrequency))
+	if err != nil {
+		// The same config built the main client; this cannot fail where
+		// that did not, but a node with one client still works.
+		log.Warn("heartbeat client: falling back to the main client", "error", err)
+		heartbeat = nil
+	}
 	c.registrar = node.NewRegistrar(node.RegistrarConfig{
-		Client: c.client, Node: sc.Node, Ready: sc.Ready, Pressure: sc.Pressure, RuntimeHandlers: sc.RuntimeHandlers, ExtendedResources: sc.ExtendedResources,
+		Client: c.client, HeartbeatClient: heartbeat, Node: sc.Node, Ready: sc.Ready, Pressure: sc.Pressure, RuntimeHandlers: sc.RuntimeHandlers, ExtendedResources: sc.ExtendedResources,
 		StatusUpdateFrequency: sc.StatusUpdateFrequency,
 		StatusReportFrequency: sc.StatusReportFrequency,
 		NoCreate:              sc.NoCreate,
@@ -191,6 +198,22 @@ func (c *Cluster) Start(sc StartConfig, spawn func(string, func(context.Context)
 	spawn("node registration", c.registrar.Run)
 	spawn("status sync", c.syncer.Run)
 	spawn("mirror pods", c.mirrors.Run)
+}
+
+// heartbeatConfig is the node's heartbeat client config (Lease renewals and
+// node status posts), from the main one as the kubelet makes its own: no
+// client-side rate limit, so no burst of pod status writes delays a
+// renewal, and a timeout of a status period (statusEvery, 10 s by default),
+// at most the Lease's 40 s, so a request the API server does not answer
+// gives way to the next renewal instead of holding it.
+func heartbeatConfig(rc *rest.Config, statusEvery time.Duration) *rest.Config {
+	if statusEvery <= 0 {
+		statusEvery = 10 * time.Second
+	}
+	hb := rest.CopyConfig(rc)
+	hb.QPS, hb.Burst, hb.RateLimiter = -1, 0, nil
+	hb.Timeout = min(statusEvery, 40*time.Second)
+	return hb
 }
 
 // Stop flushes and stops the event broadcaster.

@@ -27,6 +27,12 @@ const LeaseNamespace = v1.NamespaceNodeLease
 type RegistrarConfig struct {
 	// Client talks to the API server with the node's credentials.
 	Client kubernetes.Interface
+	// HeartbeatClient, when set, renews the Lease and posts the node
+	// status instead of Client: as the kubelet's heartbeat client, one
+	// whose requests no burst of pod status writes queues behind (no
+	// client-side rate limit) and that gives up on a request after a
+	// heartbeat period, so the next renewal is tried on time.
+	HeartbeatClient kubernetes.Interface
 	// Node is the local node as New built it (name, labels, capacity,
 	// addresses, node info); its status is what gets reported.
 	Node *v1.Node
@@ -98,6 +104,9 @@ func NewRegistrar(cfg RegistrarConfig) *Registrar {
 	if cfg.Ready == nil {
 		cfg.Ready = func() error { return nil }
 	}
+	if cfg.HeartbeatClient == nil {
+		cfg.HeartbeatClient = cfg.Client
+	}
 	return &Registrar{cfg: cfg, log: cfg.Logger}
 }
 
@@ -125,11 +134,27 @@ func (r *Registrar) Run(ctx context.Context) error {
 		}
 		delay = min(delay*2, 7*time.Second)
 	}
-	r.renewLease(ctx)
+	// The Lease is renewed on its own cadence, as the kubelet's lease
+	// controller does: a status post that takes long delays no renewal.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.renewLease(ctx)
+		lease := time.NewTicker(r.cfg.LeaseDuration / 4)
+		defer lease.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-lease.C:
+				r.renewLease(ctx)
+			}
+		}
+	}()
+	defer wg.Wait()
 	status := time.NewTicker(r.cfg.StatusUpdateFrequency)
 	defer status.Stop()
-	lease := time.NewTicker(r.cfg.LeaseDuration / 4)
-	defer lease.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -138,8 +163,6 @@ func (r *Registrar) Run(ctx context.Context) error {
 			if err := r.UpdateStatus(ctx); err != nil && ctx.Err() == nil {
 				r.log.Warn("updating node status failed", "node", r.cfg.Node.Name, "error", err)
 			}
-		case <-lease.C:
-			r.renewLease(ctx)
 		}
 	}
 }
@@ -219,7 +242,7 @@ func (r *Registrar) postStatus(ctx context.Context, s v1.NodeStatus) error {
 	if err != nil {
 		return err
 	}
-	n, err := r.cfg.Client.CoreV1().Nodes().Patch(ctx, r.cfg.Node.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	n, err := r.cfg.HeartbeatClient.CoreV1().Nodes().Patch(ctx, r.cfg.Node.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
 		return fmt.Errorf("node %s: patch status: %w", r.cfg.Node.Name, err)
 	}
@@ -308,7 +331,7 @@ func (r *Registrar) renewLease(ctx context.Context) {
 }
 
 func (r *Registrar) tryRenewLease(ctx context.Context) error {
-	leases := r.cfg.Client.CoordinationV1().Leases(LeaseNamespace)
+	leases := r.cfg.HeartbeatClient.CoordinationV1().Leases(LeaseNamespace)
 	name := r.cfg.Node.Name
 	now := metav1.NewMicroTime(r.cfg.Now())
 	r.mu.Lock()

@@ -3,13 +3,18 @@ package node
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -296,5 +301,73 @@ func TestRegistrar_Pressure(t *testing.T) {
 				t.Errorf("%s: %s = %s %s, want %s %s", step.name, c.Type, c.Status, c.Reason, w.status, w.reason)
 			}
 		}
+	}
+}
+
+// blockingStatus is a client whose node status patches after the first
+// block until their context ends, as a request to an overloaded API server
+// does without a timeout.
+type blockingStatus struct {
+	kubernetes.Interface
+	patches atomic.Int32
+	blocked chan struct{} // closed when a patch starts blocking
+	once    sync.Once
+}
+
+func (b *blockingStatus) CoreV1() typedcorev1.CoreV1Interface {
+	return blockingCore{b.Interface.CoreV1(), b}
+}
+
+type blockingCore struct {
+	typedcorev1.CoreV1Interface
+	b *blockingStatus
+}
+
+func (c blockingCore) Nodes() typedcorev1.NodeInterface {
+	return blockingNodes{c.CoreV1Interface.Nodes(), c.b}
+}
+
+type blockingNodes struct {
+	typedcorev1.NodeInterface
+	b *blockingStatus
+}
+
+func (n blockingNodes) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*v1.Node, error) {
+	if n.b.patches.Add(1) > 1 {
+		n.b.once.Do(func() { close(n.b.blocked) })
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return n.NodeInterface.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+func TestRegistrar_RunRenewsLeaseWhileStatusBlocks(t *testing.T) {
+	client := fake.NewClientset()
+	hb := &blockingStatus{Interface: client, blocked: make(chan struct{})}
+	r := NewRegistrar(RegistrarConfig{Client: client, HeartbeatClient: hb, Node: localNode(),
+		StatusUpdateFrequency: 5 * time.Millisecond, StatusReportFrequency: time.Nanosecond, LeaseDuration: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	select {
+	case <-hb.blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no status patch after registration within 10 s")
+	}
+	// Renewals after the status post hung: the Lease keeps its cadence.
+	start := count(client, "update", "leases") + count(client, "create", "leases")
+	deadline := time.Now().Add(10 * time.Second)
+	for count(client, "update", "leases")+count(client, "create", "leases") < start+3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("lease renewals while a status post hangs: %d, want %d more within 10 s",
+				count(client, "update", "leases")+count(client, "create", "leases")-start, 3)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
