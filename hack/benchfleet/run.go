@@ -73,7 +73,7 @@ type Result struct {
 	// Leases are the renewals from Ready to the fleet's stop; NotReady the
 	// nodes seen not Ready after being Ready. LeasesIdle, LeasesRollout
 	// and LeasesPods are those late and missed in each phase (start to
-	// the idle window's end, the rollout, the pods to their deletion).
+	// the idle window's end, the pods to their deletion, the rollout).
 	Leases                                LeaseSummary
 	LeasesIdle, LeasesRollout, LeasesPods PhaseLeases
 	NotReady                              int
@@ -141,7 +141,8 @@ func (b *bench) window(f *Fleet, audit *Audit, from, to sample) Window {
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 // fleet runs one fleet of kind through its phases: start, Ready, the idle
-// window, the plugin rollout (wasmlet), the pods, their deletion, the stop.
+// window, the pods and their deletion, the plugin rollout (wasmlet), the
+// stop.
 func (b *bench) fleet(ctx context.Context, kind string, round int) *Result {
 	cfg := b.cfg
 	r := &Result{Kind: kind, Round: round, Nodes: cfg.Nodes}
@@ -209,25 +210,37 @@ func (b *bench) fleet(ctx context.Context, kind string, round int) *Result {
 	r.Idle = b.window(f, audit, from, to)
 	r.LeasesIdle = obs.LeaseCounts()
 
+	// Pods, on a fleet that has done nothing but start: the same phase
+	// for both fleets, so their pod start latencies compare.
+	if err := b.pods(ctx, f, obs, audit, run, r); err != nil {
+		return fail("%v", err)
+	}
+	r.LeasesPods = obs.LeaseCounts().Sub(r.LeasesIdle)
+
 	if kind == KindWasmlet && cfg.Plugin != "" {
-		// A rollout that does not reach every node is a figure, not the
-		// end of the fleet's run: the pods phase follows either way.
+		// Last, as what the other fleet has no counterpart of: a rollout
+		// that does not reach every node is a figure, not an error.
+		before := obs.LeaseCounts()
 		if err := b.rollout(ctx, f, r); err != nil {
 			r.RolloutErr = err.Error()
 			logf("%s: rollout: %v", kind, err)
 		}
-		r.LeasesRollout = obs.LeaseCounts().Sub(r.LeasesIdle)
+		r.LeasesRollout = obs.LeaseCounts().Sub(before)
 	}
-	phaseStart := obs.LeaseCounts()
+	return r
+}
 
-	// Pods.
+// pods creates the fleet's pods, waits for them Running and a settle
+// time, records the window, then deletes them and waits them gone.
+func (b *bench) pods(ctx context.Context, f *Fleet, obs *Observer, audit *Audit, run string, r *Result) error {
+	cfg, kind := b.cfg, f.Kind
 	total := cfg.Nodes * cfg.PodsPerNode
 	logf("%s: creating %d pods at %g/s", kind, total, cfg.CreateRate)
-	from = b.sample(f)
+	from := b.sample(f)
 	sent, err := b.createPods(ctx, run, kind, total)
 	r.PodsCreated = len(sent)
 	if err != nil {
-		return fail("create pods: %v", err)
+		return fmt.Errorf("create pods: %v", err)
 	}
 	err = poll(ctx, 3*time.Minute+time.Duration(total)*200*time.Millisecond, func() (bool, string) {
 		n, _ := obs.Running()
@@ -237,29 +250,28 @@ func (b *bench) fleet(ctx context.Context, kind string, round int) *Result {
 		logf("%s: %d pods Running; %s with them", kind, total, cfg.Settle)
 		err = sleep(ctx, cfg.Settle)
 	}
-	to = b.sample(f)
+	to := b.sample(f)
 	r.PodsRunning, _ = obs.Running()
 	r.SLO, r.Client = obs.Starts(sent)
 	if rerr := b.readAudit(audit); rerr != nil {
-		return fail("%v", rerr)
+		return rerr
 	}
 	r.Pods = b.window(f, audit, from, to)
 	if err != nil {
-		return fail("pods: %v", err)
+		return fmt.Errorf("pods: %v", err)
 	}
 	logf("%s: deleting the pods", kind)
 	if err := b.client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{},
 		metav1.ListOptions{LabelSelector: runLabel + "=" + run}); err != nil {
-		return fail("delete pods: %v", err)
+		return fmt.Errorf("delete pods: %v", err)
 	}
 	if err := poll(ctx, 5*time.Minute, func() (bool, string) {
 		_, n := obs.Running()
 		return n == 0, fmt.Sprintf("%d pods left", n)
 	}); err != nil {
-		return fail("pods gone: %v", err)
+		return fmt.Errorf("pods gone: %v", err)
 	}
-	r.LeasesPods = obs.LeaseCounts().Sub(phaseStart)
-	return r
+	return nil
 }
 
 // teardown records the lease renewals and NotReady nodes, stops the fleet

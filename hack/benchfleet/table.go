@@ -66,9 +66,9 @@ func printTable(w io.Writer, cfg *Config, results []*Result) {
 	add(fmt.Sprintf("lease renewals late (>%s) / missed (>%s)", cfg.LeaseLate, cfg.LeaseMissed), func(r *Result) string {
 		return fmt.Sprintf("%d/%d (max gap %s)", r.Leases.Late, r.Leases.Missed, dur(r.Leases.MaxGap))
 	})
-	add("  of them in start+idle / rollout / pods", func(r *Result) string {
+	add("  of them in start+idle / pods / rollout", func(r *Result) string {
 		return fmt.Sprintf("%d/%d, %d/%d, %d/%d", r.LeasesIdle.Late, r.LeasesIdle.Missed,
-			r.LeasesRollout.Late, r.LeasesRollout.Missed, r.LeasesPods.Late, r.LeasesPods.Missed)
+			r.LeasesPods.Late, r.LeasesPods.Missed, r.LeasesRollout.Late, r.LeasesRollout.Missed)
 	})
 	add("nodes NotReady after Ready", func(r *Result) string { return fmt.Sprint(r.NotReady) })
 	add("plugin rollout: apply to enforced on all", func(r *Result) string {
