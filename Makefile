@@ -15,7 +15,7 @@ MODULES  := . abi sdk sdk/sdktest plugins examples/plugins
 # each CMD: run CMD in every module, stopping at the first failure.
 each = @set -e; for m in $(MODULES); do echo "== $$m: $(1)"; (cd $$m && $(1)); done
 
-.PHONY: all build plugins deps run test test-steps unit e2e conformance node-conformance cri-diff bench bench-node check fmt vet tidy clean
+.PHONY: all build plugins deps run test test-steps unit e2e conformance node-conformance cri-diff bench bench-node bench-eviction check fmt vet tidy clean
 
 all: build plugins
 
@@ -94,6 +94,14 @@ bench: deps build plugins
 # figures side by side with the load average. Minutes; not part of make test.
 bench-node: deps build
 	./hack/bench-node.sh
+
+# Node-pressure eviction under wasmlet and the real kubelet, joined in turn
+# to a throwaway control plane on one private containerd (ROUNDS=3): the
+# time from memory.available crossing the hard threshold to the pod
+# evicted, and the agents' CPU and RSS with 30 pods while eviction and
+# image GC run. About 20 min; not part of make test.
+bench-eviction: deps build
+	./hack/eviction-figures.sh
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
