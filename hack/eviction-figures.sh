@@ -11,7 +11,9 @@
 #             a 10 s pressure transition period; a BestEffort testbox pod
 #             allocates twice MARGIN. The time from memory.available (read
 #             as both agents read it, every 5 ms) crossing X to the pod seen
-#             Failed/Evicted by a watch and its container seen stopped
+#             terminal with the node's DisruptionTarget condition by a watch
+#             (the kubelet leaves testbox, which exits 0 on SIGTERM,
+#             Succeeded; wasmlet Failed/Evicted) and its container seen stopped
 #             through CRI; the table has each round and each agent's median,
 #             with the load average.
 #   gc-load   LOAD_ROUNDS times per agent: LOAD_PODS busybox `sleep` pods

@@ -12,7 +12,10 @@ package main
 //     allocates twice Margin. A sampler reads memory.available as both
 //     agents compute it (harness.MemoryAvailable) every SampleEvery and
 //     records the first reading under the threshold; a watch on the pod
-//     records when it is seen Failed with reason Evicted, and CRI polling
+//     records when it is seen terminal with the DisruptionTarget condition
+//     of reason TerminationByKubelet (wasmlet: Failed/Evicted; the kubelet
+//     leaves a pod whose container exits 0 on SIGTERM, as testbox does,
+//     Succeeded with that condition), and CRI polling
 //     (every 10 ms) when its container, once running, no longer runs. The figure is the later of the
 //     two, from the crossing.
 //   - -mode gc-load: the agent's CPU and RSS with LoadPods pods running
@@ -103,11 +106,13 @@ type EvictionResult struct {
 	Round int
 	// Threshold and Alloc are the threshold and the allocation, bytes.
 	Threshold, Alloc int64
-	// Seconds from the crossing: the pod seen Failed/Evicted by the watch,
+	// Seconds from the crossing: the pod seen terminal with the node's
+	// DisruptionTarget condition by the watch,
 	// its container seen stopped through CRI, and the later of the two.
 	Failed, Stopped, Evicted Figure
-	// Message is the evicted pod's status message.
-	Message string
+	// Message is the evicted pod's DisruptionTarget message, Phase its
+	// phase and reason ("Failed/Evicted").
+	Message, Phase string
 }
 
 // LoadResult is one gc-load run.
@@ -216,6 +221,8 @@ func startJoined(ctx context.Context, cfg Config, ec EvictionConfig, agent, dir 
 		return nil, err
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// The agent dies with the benchmark, killed or failed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	j := &joined{cmd: cmd, log: logf, start: time.Now()}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -352,9 +359,9 @@ func evictionRun(ctx context.Context, c *cri.Client, k kubernetes.Interface, cfg
 		},
 	}
 	type seen struct {
-		at  time.Time
-		msg string
-		err error
+		at         time.Time
+		msg, phase string
+		err        error
 	}
 	failed := make(chan seen, 1)
 	wctx, stopWatching := context.WithTimeout(ctx, cfg.Timeout)
@@ -367,13 +374,14 @@ func evictionRun(ctx context.Context, c *cri.Client, k kubernetes.Interface, cfg
 			return false, nil
 		}, func(ev watch.Event) (bool, error) {
 			p, ok := ev.Object.(*v1.Pod)
-			if !ok || p.Status.Phase != v1.PodFailed {
+			if !ok || (p.Status.Phase != v1.PodFailed && p.Status.Phase != v1.PodSucceeded) {
 				return false, nil
 			}
-			if p.Status.Reason != "Evicted" {
-				return false, fmt.Errorf("pod failed with reason %q: %s", p.Status.Reason, p.Status.Message)
+			dt := disruptedByNode(p)
+			if dt == nil {
+				return false, fmt.Errorf("pod ended %s (%s) with no DisruptionTarget condition from the node", p.Status.Phase, p.Status.Reason)
 			}
-			s = seen{at: time.Now(), msg: p.Status.Message}
+			s = seen{at: time.Now(), msg: dt.Message, phase: string(p.Status.Phase) + "/" + p.Status.Reason}
 			return true, nil
 		})
 		if err != nil {
@@ -416,8 +424,20 @@ func evictionRun(ctx context.Context, c *cri.Client, k kubernetes.Interface, cfg
 	res.Failed = Figure{f.at.Sub(cross).Seconds(), load()}
 	res.Stopped = Figure{st.at.Sub(cross).Seconds(), load()}
 	res.Evicted = Figure{max(res.Failed.V, res.Stopped.V), load()}
-	res.Message = f.msg
+	res.Message, res.Phase = f.msg, f.phase
 	return res, nil
+}
+
+// disruptedByNode is the pod's DisruptionTarget condition if the node
+// set it (reason TerminationByKubelet, status True).
+func disruptedByNode(p *v1.Pod) *v1.PodCondition {
+	for i := range p.Status.Conditions {
+		c := &p.Status.Conditions[i]
+		if c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue && c.Reason == v1.PodReasonTerminationByKubelet {
+			return c
+		}
+	}
+	return nil
 }
 
 // sample reads memory.available every period and sends the time of the
@@ -585,8 +605,8 @@ func runEviction(ctx context.Context, c *cri.Client, cfg Config, ec EvictionConf
 				if err != nil {
 					return fmt.Errorf("eviction, round %d, %s: %w", round, agent, err)
 				}
-				fmt.Fprintf(os.Stderr, "eviction round %d %-7s threshold %d MiB, allocating %d MiB: Failed/Evicted seen %.2fs, container stopped %.2fs after the crossing (load %.2f); %s\n",
-					round, agent, r.Threshold>>20, r.Alloc>>20, r.Failed.V, r.Stopped.V, r.Evicted.Load, r.Message)
+				fmt.Fprintf(os.Stderr, "eviction round %d %-7s threshold %d MiB, allocating %d MiB: pod seen %s with DisruptionTarget %.2fs, container stopped %.2fs after the crossing (load %.2f); %s\n",
+					round, agent, r.Threshold>>20, r.Alloc>>20, r.Phase, r.Failed.V, r.Stopped.V, r.Evicted.Load, r.Message)
 				results = append(results, r)
 			}
 		}
@@ -626,14 +646,14 @@ func median(xs []float64) float64 {
 // crossing, with the 1-minute load average), then each agent's median.
 func printEvictionTable(w io.Writer, agents []string, results []EvictionResult) {
 	fmt.Fprintln(w, "\nmemory.available crossing the hard threshold → pod evicted (seconds; load average in brackets)")
-	fmt.Fprintf(w, "%-8s %5s %18s %18s %18s\n", "agent", "round", "Failed/Evicted", "container stopped", "evicted (later)")
+	fmt.Fprintf(w, "%-8s %5s %18s %18s %18s  %s\n", "agent", "round", "status terminal", "container stopped", "evicted (later)", "phase/reason")
 	for _, a := range agents {
 		var ev []float64
 		for _, r := range results {
 			if r.Agent != a {
 				continue
 			}
-			fmt.Fprintf(w, "%-8s %5d %18s %18s %18s\n", a, r.Round, fig(r.Failed), fig(r.Stopped), fig(r.Evicted))
+			fmt.Fprintf(w, "%-8s %5d %18s %18s %18s  %s\n", a, r.Round, fig(r.Failed), fig(r.Stopped), fig(r.Evicted), r.Phase)
 			ev = append(ev, r.Evicted.V)
 		}
 		fmt.Fprintf(w, "%-8s %5s %18s %18s %18.2f\n", a, "median", "", "", median(ev))
