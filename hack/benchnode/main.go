@@ -81,7 +81,21 @@ type Config struct {
 
 func main() {
 	var cfg Config
-	var pods, agents string
+	var ec EvictionConfig
+	var pods, agents, mode, margin string
+	flag.StringVar(&mode, "mode", "burst", "burst (static pods started and stopped), or eviction and/or gc-load (comma-separated; pods from the API server of -cluster)")
+	flag.StringVar(&ec.Cluster, "cluster", "", "eviction modes: the directory of hack/apiserver/cluster.sh up")
+	flag.StringVar(&ec.Node, "node", "bench-node", "eviction modes: the node's name (cluster.sh node made its kubeconfig)")
+	flag.StringVar(&ec.AllocImage, "alloc-image", "wasmlet.local/testbox:1.0", "eviction mode: the testbox image whose oom step allocates")
+	flag.StringVar(&margin, "margin", "768Mi", "eviction mode: the threshold's distance under memory.available at the agent's start (the pod allocates twice as much)")
+	flag.DurationVar(&ec.SampleEvery, "sample-every", 5*time.Millisecond, "eviction mode: how often memory.available is read")
+	flag.IntVar(&ec.LoadPods, "load-pods", 30, "gc-load mode: pods running")
+	flag.DurationVar(&ec.LoadWindow, "load-window", time.Minute, "gc-load mode: the window, centred on the second image GC pass")
+	flag.IntVar(&ec.LoadRounds, "load-rounds", 1, "gc-load mode: rounds")
+	var imports string
+	flag.StringVar(&imports, "import", "", "gc-load mode: image tarballs imported before each run (comma-separated), the one of -victim among them")
+	flag.StringVar(&ec.VictimRef, "victim", "wasmlet.local/testbox:1.0", "gc-load mode: the imported image no pod uses")
+	flag.StringVar(&ec.CtrSock, "ctr-sock", "", "gc-load mode: the containerd socket ctr imports through")
 	flag.StringVar(&cfg.Endpoint, "endpoint", "", "CRI endpoint of the containerd")
 	flag.StringVar(&cfg.Base, "base", "", "state directory")
 	flag.StringVar(&cfg.Wasmlet, "wasmlet", "bin/wasmlet", "wasmlet binary")
@@ -115,6 +129,37 @@ func main() {
 	}
 	if cfg.Endpoint == "" || cfg.Base == "" || (cfg.Kubelet == "" && strings.Contains(agents, "kubelet")) {
 		fatalf("-endpoint, -base and -kubelet are required")
+	}
+	if mode != "burst" {
+		modes := strings.Split(mode, ",")
+		for _, m := range modes {
+			if m != "eviction" && m != "gc-load" {
+				fatalf("-mode: %q is none of burst, eviction, gc-load", m)
+			}
+		}
+		if slices.Contains(cfg.Agents, "wasmlet-hooks") || ec.Cluster == "" {
+			fatalf("-mode %s: needs -cluster, and the agents kubelet and wasmlet only", mode)
+		}
+		if imports != "" {
+			ec.Imports = strings.Split(imports, ",")
+		}
+		if slices.Contains(modes, "gc-load") && (len(ec.Imports) == 0 || ec.CtrSock == "") {
+			fatalf("-mode gc-load: needs -import and -ctr-sock")
+		}
+		var err error
+		if ec.Margin, err = evictionMemory(margin); err != nil {
+			fatalf("%v", err)
+		}
+		ctx := context.Background()
+		c, err := cri.Connect(ctx, cfg.Endpoint)
+		if err != nil {
+			fatalf("%v", err)
+		}
+		defer c.Close()
+		if err := runEviction(ctx, c, cfg, ec, modes); err != nil {
+			fatalf("%v", err)
+		}
+		return
 	}
 	if dir, err := accountRuntime(cfg.Base); err != nil {
 		fmt.Fprintf(os.Stderr, "benchnode: runtime CPU from live processes only (shims that exit are missed): %v\n", err)

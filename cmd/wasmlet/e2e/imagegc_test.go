@@ -3,19 +3,12 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -37,7 +30,7 @@ func TestImageGC(t *testing.T) {
 	if *ctrdBaseFlag == "" || *busyboxFlag == "" {
 		t.Skip("needs -containerd-base (its socket, for ctr import) and -busybox")
 	}
-	importVictim(t)
+	harness.ImportRandomImage(t, filepath.Join(*ctrdBaseFlag, "c.sock"), victimImage, 4096)
 	before := images(t)
 	if !slices.Contains(before, victimImage) {
 		t.Fatalf("%s not in the runtime after the import: %v", victimImage, before)
@@ -82,40 +75,6 @@ func TestImageGC(t *testing.T) {
 	}
 	if !a.LogContains("image filesystem over the high threshold") || !a.LogContains("removing image") {
 		t.Errorf("the agent's log does not tell of the collection:\n%s", a.LogTail(40))
-	}
-}
-
-// importVictim writes a small random image as a docker-save tarball and
-// imports it into the suite's containerd (namespace k8s.io) with ctr.
-func importVictim(t *testing.T) {
-	t.Helper()
-	img, err := random.Image(4096, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// ctr imports only images of its platform.
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", goruntime.GOARCH
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
-	tag, err := name.NewTag(victimImage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "victim.tar")
-	if err := tarball.WriteToFile(file, tag, img); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "ctr", "--address", filepath.Join(*ctrdBaseFlag, "c.sock"), "-n", "k8s.io", "images", "import", file).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ctr images import: %v\n%s", err, out)
 	}
 }
 

@@ -86,9 +86,7 @@ func TestFleet(t *testing.T) {
 	d1 := harness.PushPlugin(t, push, "no-privileged", v1ref)
 	d2 := harness.PushPlugin(t, push, "image-allowlist", v2ref)
 
-	a := &agent{Agent: harness.NewAgent(t, harness.AgentConfig{
-		Name: "wasmlet", Dir: filepath.Join(flags.Base, "fleet-agent"), Binary: flags.Wasmlet, Suite: "e2eapi",
-	}), apiPort: harness.FreePort(t)}
+	a := newAgentOn(t, filepath.Join(flags.Base, "fleet-agent"), flags.Endpoint)
 	pluginDir := filepath.Join(a.Dir, "plugins")
 	if err := os.MkdirAll(pluginDir, 0o755); err != nil {
 		t.Fatal(err)

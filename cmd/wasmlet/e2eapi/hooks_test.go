@@ -29,9 +29,7 @@ func TestHookValidator(t *testing.T) {
 	if *pluginsFlag == "" {
 		t.Skip("needs -plugins (hack/e2e-apiserver.sh)")
 	}
-	a := &agent{Agent: harness.NewAgent(t, harness.AgentConfig{
-		Name: "wasmlet", Dir: filepath.Join(flags.Base, "validator-agent"), Binary: flags.Wasmlet, Suite: "e2eapi",
-	}), apiPort: harness.FreePort(t)}
+	a := newAgentOn(t, filepath.Join(flags.Base, "validator-agent"), flags.Endpoint)
 	pluginDir := filepath.Join(a.Dir, "plugins")
 	if err := os.MkdirAll(pluginDir, 0o755); err != nil {
 		t.Fatal(err)

@@ -65,13 +65,20 @@ func TestMain(m *testing.M) {
 // the cluster's CA for the API server's client certificate.
 type agent struct {
 	*harness.Agent
-	apiPort int
+	apiPort  int
+	endpoint string // the CRI endpoint it runs against
 }
 
 func newAgent(t testing.TB) *agent {
+	return newAgentOn(t, filepath.Join(flags.Base, "agent"), flags.Endpoint)
+}
+
+// newAgentOn is an agent with its directories under dir, against the CRI
+// endpoint ep.
+func newAgentOn(t testing.TB, dir, ep string) *agent {
 	return &agent{Agent: harness.NewAgent(t, harness.AgentConfig{
-		Name: "wasmlet", Dir: filepath.Join(flags.Base, "agent"), Binary: flags.Wasmlet, Suite: "e2eapi",
-	}), apiPort: harness.FreePort(t)}
+		Name: "wasmlet", Dir: dir, Binary: flags.Wasmlet, Suite: "e2eapi",
+	}), apiPort: harness.FreePort(t), endpoint: ep}
 }
 
 // start runs the agent with the node's kubeconfig against the runtime under
@@ -81,7 +88,7 @@ func (a *agent) start(t testing.TB, extra ...string) {
 	args := []string{"--node-name", *nodeFlag,
 		"--kubeconfig", filepath.Join(*clusterFlag, "node-"+*nodeFlag+".kubeconfig"),
 		"--port", strconv.Itoa(a.apiPort), "--client-ca-file", filepath.Join(*clusterFlag, "pki", "ca.crt"),
-		"--container-runtime-endpoint", flags.Endpoint, "--log-level", "debug",
+		"--container-runtime-endpoint", a.endpoint, "--log-level", "debug",
 		// Small enough for the log rotation case's chatty container to
 		// rotate within seconds, large enough for every other case's logs.
 		"--container-log-max-size", "64Ki", "--container-log-max-files", "3",

@@ -3,8 +3,7 @@
 package e2eapi
 
 import (
-	"bufio"
-	"os"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,57 +17,41 @@ import (
 	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
 )
 
-// memoryAvailable is memory.available as the agent reads it: MemTotal less
-// the root memory cgroup's working set (cgroup v1 usage less
-// total_inactive_file; on cgroup v2 MemTotal − MemFree − Inactive(file)).
+// memoryAvailable is memory.available as the agent reads it
+// (harness.MemoryAvailable).
 func memoryAvailable(t *testing.T) int64 {
 	t.Helper()
-	mi := map[string]int64{}
-	f, err := os.Open("/proc/meminfo")
+	n, err := harness.MemoryAvailable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), ":")
-		fs := strings.Fields(v)
-		if len(fs) > 0 {
-			n, _ := strconv.ParseInt(fs[0], 10, 64)
-			mi[k] = n * 1024
-		}
-	}
-	total := mi["MemTotal"]
-	usage, inactive := total-mi["MemFree"], mi["Inactive(file)"]
-	if b, err := os.ReadFile("/sys/fs/cgroup/memory/memory.usage_in_bytes"); err == nil {
-		usage, _ = strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		st, err := os.ReadFile("/sys/fs/cgroup/memory/memory.stat")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, line := range strings.Split(string(st), "\n") {
-			if v, ok := strings.CutPrefix(line, "total_inactive_file "); ok {
-				inactive, _ = strconv.ParseInt(v, 10, 64)
-			}
-		}
-	}
-	return total - max(usage-inactive, 0)
+	return n
 }
 
-// nodeCondition is the status of one of the node's conditions.
+// nodeCondition is the status and reason of one of the node's
+// conditions.
 func nodeCondition(t *testing.T, c v1.NodeConditionType) (v1.ConditionStatus, string) {
+	x, err := nodeConditionOf(c)
+	if err != nil {
+		return "", err.Error()
+	}
+	return x.Status, x.Reason
+}
+
+// nodeConditionOf is one of the node's conditions.
+func nodeConditionOf(c v1.NodeConditionType) (*v1.NodeCondition, error) {
 	ctx, cancel := ctxT(10 * time.Second)
 	defer cancel()
 	n, err := admin.CoreV1().Nodes().Get(ctx, *nodeFlag, metav1.GetOptions{})
 	if err != nil {
-		return "", err.Error()
+		return nil, err
 	}
-	for _, x := range n.Status.Conditions {
-		if x.Type == c {
-			return x.Status, x.Reason
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == c {
+			return &n.Status.Conditions[i], nil
 		}
 	}
-	return "", "no condition"
+	return nil, fmt.Errorf("node %s has no condition %s", *nodeFlag, c)
 }
 
 // TestPressure: memory pressure made on purpose. The agent's hard
@@ -120,22 +103,10 @@ func TestPressure(t *testing.T) {
 		return s == v1.ConditionTrue && r == "KubeletHasInsufficientMemory", string(s) + " " + r
 	})
 	got := waitPod(t, "default", hog.Name, 120*time.Second, "Failed/Evicted", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
-	prefix := "The node was low on resource: memory. Threshold quantity: "
-	if got.Status.Reason != "Evicted" || !strings.HasPrefix(got.Status.Message, prefix) ||
-		!strings.Contains(got.Status.Message, "Container main was using ") || !strings.HasSuffix(got.Status.Message, "request is 0, has larger consumption of memory. ") {
-		t.Errorf("evicted pod: reason %q message %q, want Evicted and the kubelet's memory message", got.Status.Reason, got.Status.Message)
+	checkEvicted(t, got, "memory")
+	if !strings.Contains(got.Status.Message, "Container main was using ") || !strings.HasSuffix(got.Status.Message, "request is 0, has larger consumption of memory. ") {
+		t.Errorf("evicted pod: message %q, want the kubelet's memory message naming the container", got.Status.Message)
 	}
-	var dt *v1.PodCondition
-	for i := range got.Status.Conditions {
-		if got.Status.Conditions[i].Type == v1.DisruptionTarget {
-			dt = &got.Status.Conditions[i]
-		}
-	}
-	if dt == nil || dt.Status != v1.ConditionTrue || dt.Reason != v1.PodReasonTerminationByKubelet || dt.Message != got.Status.Message {
-		t.Errorf("DisruptionTarget condition %+v, want True, TerminationByKubelet, the eviction message", dt)
-	}
-	waitEvent(t, hog.Name, v1.EventTypeWarning, "Evicted", got.Status.Message)
-	waitEvent(t, *nodeFlag, v1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim memory")
 	if m := a.metric(t, "wasmlet_evictions_total", `eviction_signal="memory.available"`); m != before+1 {
 		t.Errorf("wasmlet_evictions_total{eviction_signal=\"memory.available\"} = %v, want %v", m, before+1)
 	}
@@ -148,4 +119,29 @@ func TestPressure(t *testing.T) {
 	if cs := g.Status.ContainerStatuses; len(cs) != 1 || cs[0].RestartCount != 0 || cs[0].State.Running == nil {
 		t.Errorf("the Guaranteed pod after the eviction: %+v, want running, never restarted", cs)
 	}
+}
+
+// checkEvicted checks a pod evicted for node pressure on resource as the
+// kubelet leaves it: reason Evicted, the kubelet's message
+// ("The node was low on resource: <resource>. Threshold quantity: …"), a
+// DisruptionTarget condition of reason TerminationByKubelet with that
+// message, a Warning event Evicted of the pod with it and a Warning event
+// EvictionThresholdMet of the Node ("Attempting to reclaim <resource>").
+func checkEvicted(t *testing.T, p *v1.Pod, resource string) {
+	t.Helper()
+	prefix := "The node was low on resource: " + resource + ". Threshold quantity: "
+	if p.Status.Reason != "Evicted" || !strings.HasPrefix(p.Status.Message, prefix) {
+		t.Errorf("evicted pod: reason %q message %q, want Evicted and a message beginning %q", p.Status.Reason, p.Status.Message, prefix)
+	}
+	var dt *v1.PodCondition
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == v1.DisruptionTarget {
+			dt = &p.Status.Conditions[i]
+		}
+	}
+	if dt == nil || dt.Status != v1.ConditionTrue || dt.Reason != v1.PodReasonTerminationByKubelet || dt.Message != p.Status.Message {
+		t.Errorf("DisruptionTarget condition %+v, want True, TerminationByKubelet, the eviction message", dt)
+	}
+	waitEvent(t, p.Name, v1.EventTypeWarning, "Evicted", p.Status.Message)
+	waitEvent(t, *nodeFlag, v1.EventTypeWarning, "EvictionThresholdMet", "Attempting to reclaim "+resource)
 }

@@ -36,6 +36,8 @@ type Workers interface {
 	Known() []types.UID
 	// Update hands a pod to its worker.
 	Update(u worker.Update)
+	// IsTerminating reports whether the pod's worker is still killing it.
+	IsTerminating(uid types.UID) bool
 }
 
 // Runtime lists and collects the runtime's pods.
@@ -90,14 +92,27 @@ type Cleaner struct {
 
 // DeleteUnusedContainers collects dead containers and sandboxes now,
 // whatever GCPeriod says: the eviction manager's reclaim under disk
-// pressure (the kubelet's DeleteAllUnusedContainers). The pods the
-// sources or the workers have keep what the collection keeps for them.
+// pressure (the kubelet's DeleteAllUnusedContainers). A pod the sources or
+// the workers have keeps what the collection keeps for it, unless it has
+// finished: its status is Succeeded or Failed and its worker is no longer
+// killing it. Its containers will never run again, and the kubelet's
+// reclaim removes the runtime objects of such pods too (their runtime
+// "should be removed"), where its periodic collection keeps them.
 func (c *Cleaner) DeleteUnusedContainers(ctx context.Context) error {
 	working := map[types.UID]bool{}
 	for _, uid := range c.cfg.Workers.Known() {
 		working[uid] = true
 	}
+	finished := map[types.UID]bool{}
+	for _, p := range c.cfg.Statuses.Pods() {
+		if (p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed) && !c.cfg.Workers.IsTerminating(p.UID) {
+			finished[p.UID] = true
+		}
+	}
 	keep := func(uid types.UID) bool {
+		if finished[uid] {
+			return false
+		}
 		_, ok := c.cfg.Pods.PodByUID(uid)
 		return ok || working[uid]
 	}

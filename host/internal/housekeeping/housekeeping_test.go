@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/flowcontrol"
 
@@ -19,6 +20,7 @@ func (noPods) Pods() []*v1.Pod                                   { return nil }
 func (noPods) PodByUID(types.UID) (*v1.Pod, bool)                { return nil, false }
 func (noPods) Known() []types.UID                                { return nil }
 func (noPods) Update(worker.Update)                              {}
+func (noPods) IsTerminating(types.UID) bool                      { return false }
 func (noPods) GetPods(context.Context) ([]*container.Pod, error) { return nil, nil }
 
 type countingRuntime struct {
@@ -98,5 +100,86 @@ func TestCleaner_DeleteUnusedContainers(t *testing.T) {
 	c.Wait()
 	if rt.collections != 2 {
 		t.Errorf("%d collections: a pass within the period of the reclaim collected", rt.collections)
+	}
+}
+
+// wanted is a pod manager and workers: the pods the sources have, and
+// those whose worker is still killing them.
+type wanted struct {
+	noPods
+	pods        map[types.UID]bool
+	terminating map[types.UID]bool
+}
+
+// statusList is the recorded statuses.
+type statusList []v1.Pod
+
+func (s statusList) Pods() []v1.Pod { return s }
+
+func (w wanted) PodByUID(uid types.UID) (*v1.Pod, bool) {
+	if !w.pods[uid] {
+		return nil, false
+	}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}}, true
+}
+func (w wanted) IsTerminating(uid types.UID) bool { return w.terminating[uid] }
+
+// keepingRuntime records what the last collection's keep said of each
+// pod.
+type keepingRuntime struct {
+	noPods
+	uids []types.UID
+	kept map[types.UID]bool
+}
+
+func (r *keepingRuntime) GarbageCollect(_ context.Context, _ []*container.Pod, keep func(types.UID) bool) error {
+	r.kept = map[types.UID]bool{}
+	for _, uid := range r.uids {
+		r.kept[uid] = keep(uid)
+	}
+	return nil
+}
+
+// TestCleaner_DeleteUnusedContainers_finishedPods checks what a reclaim
+// keeps, and that a periodic pass keeps more: a running pod's objects
+// are kept by both; a pod whose phase is Succeeded or Failed and whose
+// worker has finished killing it is collected whole by the reclaim, as
+// the kubelet's reclaim collects a terminated pod, yet kept by a pass; a
+// finished pod still being killed is kept by both; a pod no source has
+// is collected by both.
+func TestCleaner_DeleteUnusedContainers_finishedPods(t *testing.T) {
+	status := func(uid types.UID, phase v1.PodPhase) v1.Pod {
+		return v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid}, Status: v1.PodStatus{Phase: phase}}
+	}
+	w := wanted{
+		pods:        map[types.UID]bool{"running": true, "succeeded": true, "failed": true, "killing": true},
+		terminating: map[types.UID]bool{"killing": true},
+	}
+	statuses := statusList{status("running", v1.PodRunning), status("succeeded", v1.PodSucceeded),
+		status("failed", v1.PodFailed), status("killing", v1.PodFailed), status("gone", v1.PodSucceeded)}
+	rt := &keepingRuntime{uids: []types.UID{"running", "succeeded", "failed", "killing", "gone"}}
+	c := New(Config{Pods: w, Workers: w, Runtime: rt, Statuses: statuses, Forget: func(types.UID) {},
+		BackOff: flowcontrol.NewBackOff(time.Second, time.Minute)})
+	for _, tc := range []struct {
+		name string
+		run  func()
+		want map[types.UID]bool
+	}{
+		{"reclaim", func() {
+			if err := c.DeleteUnusedContainers(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}, map[types.UID]bool{"running": true, "succeeded": false, "failed": false, "killing": true, "gone": false}},
+		{"pass", func() { c.Start(context.Background()); c.Wait() },
+			map[types.UID]bool{"running": true, "succeeded": true, "failed": true, "killing": true, "gone": false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.run()
+			for uid, want := range tc.want {
+				if rt.kept[uid] != want {
+					t.Errorf("pod %s: kept %v, want %v", uid, rt.kept[uid], want)
+				}
+			}
+		})
 	}
 }

@@ -184,11 +184,16 @@ func (p Policy) Disabled() bool { return p.HighThresholdPercent == 100 && p.MaxA
 
 // Run collects now and then every Period until ctx ends. A collection
 // that fails after one that failed is an ImageGCFailed event on the Node,
-// as the kubelet reports repeated failures only.
+// as the kubelet reports repeated failures only. With the collection off
+// (Policy.Disabled) it still lists the images every Period, as the
+// kubelet's image manager detects them whether or not it collects: the
+// minimum age DeleteUnusedImages respects counts from when an image was
+// first seen, so an image must have been seen before a reclaim under
+// disk pressure may remove it.
 func (m *Manager) Run(ctx context.Context) error {
-	if m.cfg.Policy.Disabled() {
-		m.log.Info("image garbage collection off: high threshold 100% and no maximum age")
-		return nil
+	disabled := m.cfg.Policy.Disabled()
+	if disabled {
+		m.log.Info("image garbage collection off: high threshold 100% and no maximum age; images are still listed every period for the eviction manager's reclaim")
 	}
 	m.mu.Lock()
 	m.began = m.cfg.Now()
@@ -197,7 +202,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	t := time.NewTicker(m.cfg.Period)
 	defer t.Stop()
 	for {
-		if err := m.GarbageCollect(ctx); err != nil && ctx.Err() == nil {
+		if disabled {
+			if _, err := m.detect(ctx, m.cfg.Now()); err != nil && ctx.Err() == nil {
+				m.log.Warn("listing images failed", "error", err)
+			}
+		} else if err := m.GarbageCollect(ctx); err != nil && ctx.Err() == nil {
 			if failed {
 				m.log.Error("image garbage collection failed again", "error", err)
 				m.cfg.Event(v1.EventTypeWarning, ReasonImageGCFailed, err.Error())

@@ -254,24 +254,11 @@ func TestManager_Run_repeatedFailureIsAnEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- m.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	runUntil(t, m, "no ImageGCFailed event", func() bool {
 		mu.Lock()
-		n := len(reasons)
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no ImageGCFailed event")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	<-done
+		defer mu.Unlock()
+		return len(reasons) > 0
+	})
 	if reasons[0] != ReasonImageGCFailed {
 		t.Errorf("event %v, want ImageGCFailed", reasons)
 	}
@@ -316,5 +303,57 @@ func TestManager_DeleteUnusedImages(t *testing.T) {
 	slices.Sort(r)
 	if !slices.Equal(r, []string{"old", "older"}) || freed != 500 {
 		t.Errorf("removed %v freeing %d, want old and older (500 bytes): never the used one nor one younger than the minimum age", r, freed)
+	}
+}
+
+// TestManager_Run_detectsWhenDisabled: with the collection off, Run
+// removes nothing but records when it first saw each image, so a reclaim
+// under disk pressure a minimum age later removes an unused image; an
+// image seen for the first time by the reclaim itself is too young.
+func TestManager_Run_detectsWhenDisabled(t *testing.T) {
+	c := &clock{t: time.Unix(1000, 0)}
+	f := &fakeCRI{images: []*runtimeapi.Image{image("unused", 100)}, capacity: 150}
+	m, err := New(Config{Images: f, Containers: f, Policy: Policy{HighThresholdPercent: 100, LowThresholdPercent: 80, MinAge: time.Minute},
+		Period: time.Millisecond, FsStats: f.fsStats, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, m, "Run with the collection off never listed the images", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		_, seen := m.records["unused"]
+		return seen
+	})
+	if r := f.removedIDs(); len(r) != 0 {
+		t.Fatalf("Run with the collection off removed %v", r)
+	}
+	c.t = c.t.Add(time.Minute)
+	f.images = append(f.images, image("new", 10))
+	freed, err := m.DeleteUnusedImages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := f.removedIDs(); !slices.Equal(r, []string{"unused"}) || freed != 100 {
+		t.Errorf("reclaim removed %v freeing %d, want the image Run saw a minimum age ago (100 bytes), not the one first seen now", r, freed)
+	}
+}
+
+// runUntil runs m until cond holds, polled every millisecond for at most
+// 10 s (failing with msg then), and waits for Run to return.
+func runUntil(t *testing.T, m *Manager, msg string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
