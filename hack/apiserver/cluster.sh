@@ -36,17 +36,20 @@ api_port=${APISERVER_PORT:-26443}
 kcm_port=${KCM_PORT:-26257}
 sched_port=${SCHEDULER_PORT:-26259}
 
-# cert DIR NAME SUBJECT [EXT]: a key and a certificate signed by DIR/ca.
+# cert DIR NAME SUBJECT [EXT]: a key and a certificate signed by DIR/ca,
+# with a random serial number rather than one from a serial file the CA
+# keeps: two `cluster.sh node` runs at once then sign without sharing a file.
 cert() {
-	local d=$1 n=$2 subj=$3 ext=${4:-}
+	local d=$1 n=$2 subj=$3 ext=${4:-} serial
+	serial=0x$(openssl rand -hex 16)
 	openssl genrsa -out "$d/$n.key" 2048 2>/dev/null
 	openssl req -new -key "$d/$n.key" -subj "$subj" -out "$d/$n.csr" 2>/dev/null
 	if [[ -n $ext ]]; then
 		printf '%s\n' "$ext" >"$d/$n.ext"
-		openssl x509 -req -in "$d/$n.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+		openssl x509 -req -in "$d/$n.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -set_serial "$serial" \
 			-days 2 -sha256 -extfile "$d/$n.ext" -out "$d/$n.crt" 2>/dev/null
 	else
-		openssl x509 -req -in "$d/$n.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+		openssl x509 -req -in "$d/$n.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -set_serial "$serial" \
 			-days 2 -sha256 -out "$d/$n.crt" 2>/dev/null
 	fi
 	rm -f "$d/$n.csr" "$d/$n.ext"

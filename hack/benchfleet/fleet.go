@@ -108,18 +108,11 @@ func prepare(ctx context.Context, cfg *Config, kind string) (*Fleet, error) {
 	return f, errors.Join(errs...)
 }
 
-// signing serialises cluster.sh node: each signs with the cluster CA and
-// its serial-number file, which two openssl processes at once can leave
-// unreadable to one of them.
-var signing sync.Mutex
-
 func (a *Agent) prepare(ctx context.Context, cfg *Config, kind string) error {
 	if err := os.MkdirAll(filepath.Join(a.Dir, "plugins"), 0o755); err != nil {
 		return err
 	}
-	signing.Lock()
 	out, err := exec.CommandContext(ctx, filepath.Join(cfg.Hack, "apiserver", "cluster.sh"), "node", cfg.Cluster, a.Node).CombinedOutput()
-	signing.Unlock()
 	if err != nil {
 		return fmt.Errorf("node %s: cluster.sh node: %v: %s", a.Node, err, out)
 	}
