@@ -59,6 +59,7 @@ import (
 
 	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/cri"
 	"github.com/wasmlet/wasmlet/cmd/wasmlet/e2e/harness"
+	"github.com/wasmlet/wasmlet/hack/internal/procfs"
 	"github.com/wasmlet/wasmlet/hack/kubeletconfig"
 )
 
@@ -123,8 +124,9 @@ type LoadResult struct {
 	Window float64
 	// CPUWindow is the agent's CPU seconds over the window, CPUTotal from
 	// its start to the window's end; RSSAvg and RSSPeak its RSS sampled
-	// once a second over the window, MB.
-	CPUWindow, CPUTotal, RSSAvg, RSSPeak Figure
+	// once a second over the window, MB, and AnonAvg the anonymous part of
+	// it (RssAnon: not the pages of its binary and other files).
+	CPUWindow, CPUTotal, RSSAvg, RSSPeak, AnonAvg Figure
 	// VictimAtStart and VictimAtEnd: the unused image was in the runtime
 	// at the window's start and at its end.
 	VictimAtStart, VictimAtEnd bool
@@ -540,11 +542,16 @@ func loadRun(ctx context.Context, c *cri.Client, k kubernetes.Interface, cfg Con
 		return res, err
 	}
 	cpu0 := cpuSeconds(pid)
-	var rss []float64
+	var rss, anon []float64
 	end := time.Now().Add(ec.LoadWindow)
 	for time.Now().Before(end) {
-		rss = append(rss, rssMB(pid))
+		if u, err := procfs.Read(pid); err == nil {
+			rss, anon = append(rss, float64(u.RSS)/(1<<20)), append(anon, float64(u.Anon)/(1<<20))
+		}
 		time.Sleep(time.Second)
+	}
+	if len(rss) == 0 {
+		return res, fmt.Errorf("%s: its memory could not be read in the window (pid %d)", agent, pid)
 	}
 	res.CPUWindow = Figure{cpuSeconds(pid) - cpu0, load()}
 	res.CPUTotal = Figure{cpuSeconds(pid), load()}
@@ -553,6 +560,11 @@ func loadRun(ctx context.Context, c *cri.Client, k kubernetes.Interface, cfg Con
 		sum += r
 	}
 	res.RSSAvg = Figure{sum / float64(len(rss)), load()}
+	sum = 0
+	for _, r := range anon {
+		sum += r
+	}
+	res.AnonAvg = Figure{sum / float64(len(anon)), load()}
 	res.RSSPeak = Figure{slices.Max(rss), load()}
 	if res.VictimAtEnd, err = hasImage(ctx, c, ec.VictimRef); err != nil {
 		return res, err
@@ -620,8 +632,8 @@ func runEviction(ctx context.Context, c *cri.Client, cfg Config, ec EvictionConf
 				if err != nil {
 					return fmt.Errorf("gc-load, round %d, %s: %w", round, agent, err)
 				}
-				fmt.Fprintf(os.Stderr, "gc-load round %d %-7s %d pods, %.0fs window at the second image GC pass: cpu %.2fs (since start %.2fs), rss avg %.1f MB peak %.1f MB (load %.2f); unused image at the window's start %v, at its end %v; evictions %d\n",
-					round, agent, ec.LoadPods, r.Window, r.CPUWindow.V, r.CPUTotal.V, r.RSSAvg.V, r.RSSPeak.V, r.CPUWindow.Load, r.VictimAtStart, r.VictimAtEnd, r.Evictions)
+				fmt.Fprintf(os.Stderr, "gc-load round %d %-7s %d pods, %.0fs window at the second image GC pass: cpu %.2fs (since start %.2fs), rss avg %.1f MB peak %.1f MB anon avg %.1f MB (load %.2f); unused image at the window's start %v, at its end %v; evictions %d\n",
+					round, agent, ec.LoadPods, r.Window, r.CPUWindow.V, r.CPUTotal.V, r.RSSAvg.V, r.RSSPeak.V, r.AnonAvg.V, r.CPUWindow.Load, r.VictimAtStart, r.VictimAtEnd, r.Evictions)
 				results = append(results, r)
 			}
 		}
@@ -664,10 +676,10 @@ func printEvictionTable(w io.Writer, agents []string, results []EvictionResult) 
 // the second agent's figures to the first's, by medians over the rounds.
 func printLoadTable(w io.Writer, agents []string, ec EvictionConfig, results []LoadResult) {
 	fmt.Fprintf(w, "\n%d pods, eviction every 10 s and image GC (high 1 %%, low 0 %%, minimum age 1 min) on, %.0f s window at the second image GC pass\n", ec.LoadPods, ec.LoadWindow.Seconds())
-	fmt.Fprintf(w, "%-8s %5s %16s %16s %16s %16s %13s\n", "agent", "round", "CPU window s", "CPU since start", "RSS avg MB", "RSS peak MB", "image GC'd")
-	med := map[string][3]float64{}
+	fmt.Fprintf(w, "%-8s %5s %16s %16s %16s %16s %16s %13s\n", "agent", "round", "CPU window s", "CPU since start", "RSS avg MB", "RSS peak MB", "anon avg MB", "image GC'd")
+	med := map[string][4]float64{}
 	for _, a := range agents {
-		var cpu, avg, peak []float64
+		var cpu, avg, peak, anon []float64
 		for _, r := range results {
 			if r.Agent != a {
 				continue
@@ -678,10 +690,10 @@ func printLoadTable(w io.Writer, agents []string, ec EvictionConfig, results []L
 			} else if !r.VictimAtStart {
 				gcd = "before"
 			}
-			fmt.Fprintf(w, "%-8s %5d %16s %16s %16s %16s %13s\n", a, r.Round, fig(r.CPUWindow), fig(r.CPUTotal), fig(r.RSSAvg), fig(r.RSSPeak), gcd)
-			cpu, avg, peak = append(cpu, r.CPUWindow.V), append(avg, r.RSSAvg.V), append(peak, r.RSSPeak.V)
+			fmt.Fprintf(w, "%-8s %5d %16s %16s %16s %16s %16s %13s\n", a, r.Round, fig(r.CPUWindow), fig(r.CPUTotal), fig(r.RSSAvg), fig(r.RSSPeak), fig(r.AnonAvg), gcd)
+			cpu, avg, peak, anon = append(cpu, r.CPUWindow.V), append(avg, r.RSSAvg.V), append(peak, r.RSSPeak.V), append(anon, r.AnonAvg.V)
 		}
-		med[a] = [3]float64{median(cpu), median(avg), median(peak)}
+		med[a] = [4]float64{median(cpu), median(avg), median(peak), median(anon)}
 	}
 	if len(agents) >= 2 {
 		a, b := med[agents[0]], med[agents[1]]
@@ -691,7 +703,7 @@ func printLoadTable(w io.Writer, agents []string, ec EvictionConfig, results []L
 			}
 			return fmt.Sprintf("%.2f", x/y)
 		}
-		fmt.Fprintf(w, "%s/%s (medians): CPU window %s, RSS avg %s, RSS peak %s\n", agents[1], agents[0], ratio(b[0], a[0]), ratio(b[1], a[1]), ratio(b[2], a[2]))
+		fmt.Fprintf(w, "%s/%s (medians): CPU window %s, RSS avg %s, RSS peak %s, anon avg %s\n", agents[1], agents[0], ratio(b[0], a[0]), ratio(b[1], a[1]), ratio(b[2], a[2]), ratio(b[3], a[3]))
 	}
 }
 

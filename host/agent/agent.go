@@ -41,6 +41,7 @@ import (
 	"github.com/wasmlet/wasmlet/host/internal/podstate"
 	"github.com/wasmlet/wasmlet/host/internal/podsync"
 	"github.com/wasmlet/wasmlet/host/internal/prober"
+	"github.com/wasmlet/wasmlet/host/internal/residency"
 	"github.com/wasmlet/wasmlet/host/internal/runtime"
 	"github.com/wasmlet/wasmlet/host/internal/runtimeclass"
 	"github.com/wasmlet/wasmlet/host/internal/server"
@@ -300,6 +301,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.probes.Stop()
 
 	a.log.Info("agent started", "node", a.cfg.NodeName, "runtime", a.rt.Name()+" "+a.rt.Version(), "endpoint", endpoint, "static_pod_path", a.cfg.StaticPodPath)
+	a.trimResidency()
 	loopErr := make(chan error, 1)
 	go func() { loopErr <- a.loop.Run(ctx) }()
 	select {
@@ -643,4 +645,16 @@ func (a *Agent) Pods() []v1.Pod {
 		}
 	}
 	return out
+}
+
+// trimResidency keeps the agent's resident set to the pages of its binary
+// it touches from now on (package residency); a failure is logged, and the
+// agent runs on as it was.
+func (a *Agent) trimResidency() {
+	res, err := residency.Trim()
+	if err != nil {
+		a.log.Info("binary mappings left as they are", "error", err)
+		return
+	}
+	a.log.Info("binary mapped lazily from now on", "mappings", res.Mappings, "resident_before_bytes", res.Before, "resident_after_bytes", res.After)
 }
