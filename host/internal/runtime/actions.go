@@ -121,6 +121,28 @@ func findNextInitContainerToRun(pod *v1.Pod, st *container.PodStatus, started co
 	return nil, nil, true
 }
 
+// restartChangedSidecars kills and restarts, while the pod initializes,
+// each sidecar that runs, has started, and whose spec changed (a new image),
+// as the kubelet's computeInitContainerActions does: a later init container
+// still running does not hold back the sidecars before it.
+func restartChangedSidecars(pod *v1.Pod, st *container.PodStatus, started container.Started, a *podActions) {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		if !container.IsSidecar(c) {
+			continue
+		}
+		s := st.FindContainer(c.Name)
+		if s == nil || s.State != container.StateRunning || (started != nil && !started(c, s)) {
+			// Not started yet: what follows it has not run.
+			return
+		}
+		if s.Hash != "" && s.Hash != HashContainer(c) {
+			a.ContainersToKill[s.ID] = killInfo{name: c.Name, container: c, message: "Init container " + c.Name + " definition changed"}
+			a.SidecarsToRestart = append(a.SidecarsToRestart, c)
+		}
+	}
+}
+
 // computePodActions is the kubelet's computePodActions, step 1 of SyncPod.
 func computePodActions(pod *v1.Pod, st *container.PodStatus, started container.Started) podActions {
 	create, attempt, sandboxID := podSandboxChanged(pod, st)
@@ -170,6 +192,9 @@ func computePodActions(pod *v1.Pod, st *container.PodStatus, started container.S
 				}
 				a.NextInitContainerToStart = next
 			}
+		}
+		if !a.KillPod {
+			restartChangedSidecars(pod, st, started, &a)
 		}
 		return a
 	}

@@ -68,6 +68,19 @@ func TestComputePodActions_Sidecars(t *testing.T) {
 	if _, killed := a.ContainersToKill["proxy-1"]; !killed || len(a.SidecarsToRestart) != 1 || a.KillPod {
 		t.Errorf("sidecar with a new image: kill %v, restart %v, kill pod %v; want it killed and restarted", a.ContainersToKill, a.SidecarsToRestart, a.KillPod)
 	}
+	// While a later init container still runs, a started sidecar whose
+	// image changed is restarted too (restartPolicy Never included), and
+	// the running init container is left alone.
+	a = computePodActions(pod, st(stale, running("setup")), started(true))
+	if _, killed := a.ContainersToKill["proxy-1"]; !killed || len(a.SidecarsToRestart) != 1 || a.KillPod || next(a) != "" || len(a.ContainersToKill) != 1 {
+		t.Errorf("sidecar with a new image while initializing: kill %v, restart %v, next %q, kill pod %v; want only it killed and restarted", a.ContainersToKill, a.SidecarsToRestart, next(a), a.KillPod)
+	}
+	if a := computePodActions(pod, st(current, running("setup")), started(true)); len(a.SidecarsToRestart) != 0 || len(a.ContainersToKill) != 0 {
+		t.Errorf("unchanged sidecar while initializing: restart %v, kill %v; want nothing", a.SidecarsToRestart, a.ContainersToKill)
+	}
+	if a := computePodActions(pod, st(stale, exited("setup", 1)), started(true)); !a.KillPod || len(a.SidecarsToRestart) != 0 {
+		t.Errorf("init container failed under restartPolicy Never: kill pod %v, restart %v; want the pod killed, no sidecar restarted", a.KillPod, a.SidecarsToRestart)
+	}
 	if !container.ShouldRestart(&pod.Spec.InitContainers[0], pod, st(exited("proxy", 0))) {
 		t.Error("a sidecar that exited 0 under restartPolicy Never is not restarted")
 	}
