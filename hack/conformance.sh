@@ -178,7 +178,9 @@ conformance_images() {
 		-cmd nnp "$r/nonewprivs"
 	# agnhost: the static agnhost on busybox, the users and groups of its
 	# Dockerfile, porter's certificate beside it, /uploads, and a real curl
-	# (the host's, with the libraries it links) that the networking specs exec.
+	# and bash (the host's, with the libraries they link): the networking
+	# specs exec curl, and the probe specs run their scripts with /bin/bash,
+	# which the upstream image installs.
 	cp -a "$r/busybox" "$r/agnhost"
 	cp "$bin_agnhost" "$r/agnhost/agnhost" && ln -s agnhost "$r/agnhost/agnhost-2"
 	mkdir -p "$r/agnhost/uploads"
@@ -186,7 +188,7 @@ conformance_images() {
 	cp "$src/localhost.crt" "$src/localhost.key" "$r/agnhost/"
 	printf 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n' >>"$r/agnhost/etc/passwd"
 	printf 'user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n' >>"$r/agnhost/etc/group"
-	with_libs "$r/agnhost" "$(command -v curl)"
+	with_libs "$r/agnhost" "$(command -v curl)" /bin/bash
 	"$out/bin/mkimage" -o "$out/images/conf-agnhost.tar" -ref registry.k8s.io/e2e-test-images/agnhost:2.63.0 \
 		-entrypoint /agnhost -cmd pause "$r/agnhost"
 	# agnhost:2.55 (AgnhostPrev): the same programs as an image of its own
