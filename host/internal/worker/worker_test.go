@@ -118,9 +118,6 @@ func TestWorkers_Update_terminate(t *testing.T) {
 	if !w.IsTerminating("a") {
 		t.Error("not terminating after a Terminate update")
 	}
-	if tp := w.TerminatingPods(); len(tp) != 1 || tp[0] != p {
-		t.Errorf("TerminatingPods = %v, want the pod", tp)
-	}
 	kill := <-r.seen
 	if kill.Kind != Terminate || kill.GracePeriod != 7*time.Second {
 		t.Errorf("kill work %+v", kill)
@@ -137,9 +134,6 @@ func TestWorkers_Update_terminate(t *testing.T) {
 		t.Errorf("terminated callback %v", terminated)
 	}
 	mu.Unlock()
-	if tp := w.TerminatingPods(); len(tp) != 0 {
-		t.Errorf("TerminatingPods = %v after the worker ended, want none", tp)
-	}
 	// A new update for the UID starts a new worker.
 	close(r.block)
 	w.Update(Update{Pod: p})
