@@ -224,11 +224,15 @@ func (c *Cluster) Stop() {
 }
 
 // apiPod is the API server's object for a pod the agent runs: the pod as the
-// API source last delivered it, or a static pod's mirror pod.
+// API source last delivered it, or a static pod's mirror pod. A mirror of
+// another static pod of the same full name (the one a changed manifest
+// replaces, until its mirror is replaced too) is not this pod's: its
+// status and events are not written there, as the kubelet's status manager
+// skips a pod whose mirror translates to another UID.
 func (c *Cluster) apiPod(p *v1.Pod) (*v1.Pod, bool) {
 	if config.IsStatic(p) {
 		m, ok := c.pods.MirrorPodByPod(p)
-		if !ok || m.DeletionTimestamp != nil {
+		if !ok || m.DeletionTimestamp != nil || !pod.IsMirrorPodOf(m, p) {
 			return nil, false
 		}
 		return m, true
