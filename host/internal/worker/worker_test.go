@@ -214,18 +214,31 @@ func TestGracePeriod(t *testing.T) {
 }
 
 func TestWorkers_Update_gracePeriodOnlyShrinks(t *testing.T) {
-	r := &recorder{fail: 1, seen: make(chan Work, 10)}
-	w, _ := New(Config{SyncFunc: r.sync, BackOff: 50 * time.Millisecond})
+	// The first kill fails, and is held until both later requests are in,
+	// so its retry sees them both whenever it runs.
+	seen, release := make(chan Work, 10), make(chan struct{})
+	calls := 0
+	kill := func(ctx context.Context, wk Work) error {
+		seen <- wk
+		calls++
+		if calls == 1 {
+			<-release
+			return errors.New("kill failed")
+		}
+		return nil
+	}
+	w, _ := New(Config{SyncFunc: kill, BackOff: 50 * time.Millisecond})
 	defer w.Stop()
 	p := testPod("a", "v1")
 	g10, g2, g20 := int64(10), int64(2), int64(20)
 	w.Update(Update{Pod: p, Kind: Terminate, GracePeriodOverride: &g10})
-	if k := <-r.seen; k.GracePeriod != 10*time.Second {
+	if k := <-seen; k.GracePeriod != 10*time.Second {
 		t.Fatalf("first kill %v", k.GracePeriod)
 	}
 	w.Update(Update{Pod: p, Kind: Terminate, GracePeriodOverride: &g20})
 	w.Update(Update{Pod: p, Kind: Terminate, GracePeriodOverride: &g2})
-	if k := <-r.seen; k.GracePeriod != 2*time.Second {
+	close(release)
+	if k := <-seen; k.GracePeriod != 2*time.Second {
 		t.Errorf("second kill %v, want 2s", k.GracePeriod)
 	}
 }
