@@ -281,7 +281,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			Node: a.node.Load(), Ready: a.nodeReady, Pressure: a.evictions.Conditions, RuntimeHandlers: a.runtimeHandlers, Pods: a.pods, Statuses: a.statuses,
 			ExtendedResources:     a.devices.Resources,
 			SourcesSeen:           a.podConfig.SeenAllSources,
-			Terminating:           workers.TerminatingPods,
+			StartedStatic:         workers.StartedStaticPods,
 			StatusUpdateFrequency: a.cfg.NodeStatusUpdateFrequency.Duration,
 			StatusReportFrequency: a.cfg.NodeStatusReportFrequency.Duration,
 			NoCreate:              !*a.cfg.RegisterNode,

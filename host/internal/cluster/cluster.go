@@ -155,9 +155,9 @@ type StartConfig struct {
 	Statuses *status.Manager
 	// SourcesSeen reports whether every pod source has delivered its pods.
 	SourcesSeen func() bool
-	// Terminating returns the pods still terminating (the pod workers'),
-	// whose mirror pods are kept until they are done.
-	Terminating func() []*v1.Pod
+	// StartedStatic returns the static pods started and not yet terminated
+	// (the pod workers'), whose mirror pods are kept until they are done.
+	StartedStatic func() []*v1.Pod
 	// StatusUpdateFrequency and StatusReportFrequency are the node status
 	// periods (see node.RegistrarConfig).
 	StatusUpdateFrequency, StatusReportFrequency time.Duration
@@ -190,7 +190,7 @@ func (c *Cluster) Start(sc StartConfig, spawn func(string, func(context.Context)
 	})
 	c.mirrors = mirror.New(mirror.Config{
 		Client: c.client, Pods: sc.Pods, Node: c.registrar.Node,
-		SourcesSeen: sc.SourcesSeen, Terminating: sc.Terminating, Logger: log.Named("mirror"),
+		SourcesSeen: sc.SourcesSeen, Started: sc.StartedStatic, Logger: log.Named("mirror"),
 	})
 	c.events = record.NewBroadcaster()
 	c.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
@@ -224,11 +224,15 @@ func (c *Cluster) Stop() {
 }
 
 // apiPod is the API server's object for a pod the agent runs: the pod as the
-// API source last delivered it, or a static pod's mirror pod.
+// API source last delivered it, or a static pod's mirror pod. A mirror of
+// another static pod of the same full name (the one a changed manifest
+// replaces, until its mirror is replaced too) is not this pod's: its
+// status and events are not written there, as the kubelet's status manager
+// skips a pod whose mirror translates to another UID.
 func (c *Cluster) apiPod(p *v1.Pod) (*v1.Pod, bool) {
 	if config.IsStatic(p) {
 		m, ok := c.pods.MirrorPodByPod(p)
-		if !ok || m.DeletionTimestamp != nil {
+		if !ok || m.DeletionTimestamp != nil || !pod.IsMirrorPodOf(m, p) {
 			return nil, false
 		}
 		return m, true

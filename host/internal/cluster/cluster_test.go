@@ -4,8 +4,14 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/wasmlet/wasmlet/host/internal/config"
+	"github.com/wasmlet/wasmlet/host/internal/pod"
 )
 
 func TestResourceOf(t *testing.T) {
@@ -51,6 +57,47 @@ func TestCluster_heartbeatConfig(t *testing.T) {
 			// A client with no rate limiter can be built from it.
 			if _, err := kubernetes.NewForConfig(hb); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestCluster_apiPod(t *testing.T) {
+	static := func(hash string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-n1", Namespace: "default", UID: types.UID(hash),
+			Annotations: map[string]string{config.AnnotationSource: config.FileSource, config.AnnotationHash: hash}}}
+	}
+	mirror := func(hash string, deleting bool) *v1.Pod {
+		m := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-n1", Namespace: "default", UID: types.UID("m-" + hash),
+			Annotations: map[string]string{config.AnnotationSource: config.APIServerSource, config.AnnotationMirror: hash}}}
+		if deleting {
+			m.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+		}
+		return m
+	}
+	apiPod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "default", UID: "api-uid",
+		Annotations: map[string]string{config.AnnotationSource: config.APIServerSource}}}
+	for _, c := range []struct {
+		name   string
+		pod    *v1.Pod
+		mirror *v1.Pod
+		want   types.UID // "" for none
+	}{
+		{name: "a static pod's own mirror", pod: static("h1"), mirror: mirror("h1", false), want: "m-h1"},
+		{name: "no mirror yet", pod: static("h1")},
+		{name: "a mirror being deleted", pod: static("h1"), mirror: mirror("h1", true)},
+		{name: "the mirror of the static pod a changed manifest replaces", pod: static("h2"), mirror: mirror("h1", false)},
+		{name: "an API pod is its own", pod: apiPod, want: "api-uid"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pm := pod.New()
+			pm.AddPod(c.pod)
+			if c.mirror != nil {
+				pm.AddPod(c.mirror)
+			}
+			got, ok := (&Cluster{pods: pm}).apiPod(c.pod)
+			if ok != (c.want != "") || ok && got.UID != c.want {
+				t.Errorf("apiPod = %v %v, want %q", got, ok, c.want)
 			}
 		})
 	}

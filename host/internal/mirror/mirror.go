@@ -6,9 +6,10 @@
 // UID), which is what NodeRestriction lets a node create. A mirror that no
 // longer matches its static pod, or that a user deleted, is deleted (grace 0,
 // UID precondition) and created again; a mirror whose static pod is gone is
-// deleted. As the kubelet, a mirror stays while a static pod of its name is
-// still terminating (removed, or replaced by a changed manifest): it goes,
-// or is replaced, once that pod's containers are gone. The mirrors come back to the agent through the API pod source
+// deleted. As the kubelet, a mirror stays while a static pod of its name
+// that started is not yet terminated (removed, or replaced by a changed
+// manifest, whose new pod waits to start meanwhile): it goes, or is
+// replaced, once that pod's containers are gone. The mirrors come back to the agent through the API pod source
 // and are kept in the pod manager, which pairs them with their static pods.
 package mirror
 
@@ -44,10 +45,10 @@ type Config struct {
 	// until then no mirror counts as orphaned (its static pod may still be
 	// on its way). Nil means always.
 	SourcesSeen func() bool
-	// Terminating returns the pods still terminating (the pod workers'):
-	// the mirror of a static pod among them is kept until it is done. Nil
-	// means none.
-	Terminating func() []*v1.Pod
+	// Started returns the static pods started and not yet terminated (the
+	// pod workers'): the mirror of a pod among them is kept until it is
+	// done, even when a static pod replacing it is waiting. Nil means none.
+	Started func() []*v1.Pod
 	// Period is how often the mirrors are reconciled besides Kick (1 s).
 	Period time.Duration
 	// Logger receives the manager's logs; nil discards.
@@ -77,8 +78,8 @@ func New(cfg Config) *Manager {
 	if cfg.SourcesSeen == nil {
 		cfg.SourcesSeen = func() bool { return true }
 	}
-	if cfg.Terminating == nil {
-		cfg.Terminating = func() []*v1.Pod { return nil }
+	if cfg.Started == nil {
+		cfg.Started = func() []*v1.Pod { return nil }
 	}
 	return &Manager{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1),
 		created: map[types.UID]time.Time{}, deleted: map[types.UID]bool{}}
@@ -119,12 +120,12 @@ func (m *Manager) Sync(ctx context.Context) {
 	}
 	pods, mirrors := m.cfg.Pods.PodsAndMirrorPods()
 	now := time.Now()
-	// The full names of static pods still terminating, by UID: their
+	// The static pods started and not terminated, by full name: their
 	// mirrors are kept until they are done.
-	terminating := map[string]types.UID{}
-	for _, p := range m.cfg.Terminating() {
+	holders := map[string]types.UID{}
+	for _, p := range m.cfg.Started() {
 		if config.IsStatic(p) {
-			terminating[config.FullName(p)] = p.UID
+			holders[config.FullName(p)] = p.UID
 		}
 	}
 	statics := map[types.UID]bool{}
@@ -135,8 +136,8 @@ func (m *Manager) Sync(ctx context.Context) {
 		statics[p.UID] = true
 		mp, ok := m.cfg.Pods.MirrorPodByPod(p)
 		if ok && mp.DeletionTimestamp == nil && !pod.IsMirrorPodOf(mp, p) {
-			if uid, busy := terminating[config.FullName(p)]; busy && uid != p.UID {
-				continue // the mirror of the pod this one replaces, which still terminates
+			if uid, busy := holders[config.FullName(p)]; busy && uid != p.UID {
+				continue // the mirror of the pod this one replaces, which is not done yet
 			}
 		}
 		if ok && (mp.DeletionTimestamp != nil || !pod.IsMirrorPodOf(mp, p)) {
@@ -191,7 +192,7 @@ func (m *Manager) Sync(ctx context.Context) {
 	}
 	for _, mp := range mirrors {
 		fn := config.FullName(mp)
-		if _, busy := terminating[fn]; orphans[fn] && !busy {
+		if _, busy := holders[fn]; orphans[fn] && !busy {
 			m.delete(ctx, mp, "static pod gone")
 		}
 	}

@@ -60,10 +60,11 @@ func TestManager_Sync(t *testing.T) {
 		statics    []*v1.Pod
 		mirrors    []*v1.Pod
 		registered bool
-		// terminating are the static pods still terminating.
-		terminating []*v1.Pod
-		creates     int
-		deletes     int
+		// started are the pods the workers have started and not yet
+		// terminated.
+		started []*v1.Pod
+		creates int
+		deletes int
 	}{
 		{name: "not registered: nothing", statics: []*v1.Pod{staticPod("h1")}},
 		{name: "missing mirror created", statics: []*v1.Pod{staticPod("h1")}, registered: true, creates: 1},
@@ -71,11 +72,15 @@ func TestManager_Sync(t *testing.T) {
 		{name: "outdated mirror replaced", statics: []*v1.Pod{staticPod("h2")}, mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")}, registered: true, creates: 1, deletes: 1},
 		{name: "orphaned mirror deleted", mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")}, registered: true, deletes: 1},
 		{name: "mirror of a removed static pod kept while it terminates", mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")},
-			terminating: []*v1.Pod{staticPod("h1")}, registered: true},
+			started: []*v1.Pod{staticPod("h1")}, registered: true},
 		{name: "mirror of a replaced static pod kept while the old one terminates", statics: []*v1.Pod{staticPod("h2")},
-			mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")}, terminating: []*v1.Pod{staticPod("h1")}, registered: true},
+			mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")}, started: []*v1.Pod{staticPod("h1")}, registered: true},
 		{name: "a terminating API pod of another name keeps nothing", mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")},
-			terminating: []*v1.Pod{apiPod("other")}, registered: true, deletes: 1},
+			started: []*v1.Pod{apiPod("other")}, registered: true, deletes: 1},
+		{name: "mirror kept while the static pod it mirrors runs and its replacement waits", statics: []*v1.Pod{staticPod("h1"), staticPod("h2")},
+			mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")}, started: []*v1.Pod{staticPod("h1")}, registered: true},
+		{name: "outdated mirror replaced once the replaced static pod is done", statics: []*v1.Pod{staticPod("h2")},
+			mirrors: []*v1.Pod{mirrorOf(staticPod("h1"), "m1")}, started: []*v1.Pod{staticPod("h2")}, registered: true, creates: 1, deletes: 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pm := pod.New()
@@ -90,7 +95,7 @@ func TestManager_Sync(t *testing.T) {
 			}
 			client.ClearActions()
 			mgr := New(Config{Client: client, Pods: pm, Node: func() (*v1.Node, bool) { return testNode, c.registered },
-				Terminating: func() []*v1.Pod { return c.terminating }})
+				Started: func() []*v1.Pod { return c.started }})
 			mgr.Sync(ctx)
 			// A second pass before the watch shows anything adds nothing.
 			mgr.Sync(ctx)

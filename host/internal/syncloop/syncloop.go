@@ -61,6 +61,9 @@ type Admitter interface {
 type Workers interface {
 	// Update hands a pod to its worker.
 	Update(u worker.Update)
+	// Waits reports whether the pod, handed to its worker now, would wait
+	// to start (a static pod whose full name another static pod holds).
+	Waits(pod *v1.Pod) bool
 }
 
 // Recorder records Kubernetes Events about pods.
@@ -293,7 +296,10 @@ func (l *Loop) additions(ctx context.Context, pods []*v1.Pod) {
 			continue
 		}
 		active = append(active, p)
-		if _, ok := l.cfg.Statuses.PodStatus(p.UID); !ok {
+		// A static pod waiting for its full name gets no status until it
+		// starts: its mirror pod, which it shares with the pod it
+		// replaces, keeps that pod's status meanwhile.
+		if _, ok := l.cfg.Statuses.PodStatus(p.UID); !ok && !l.cfg.Workers.Waits(p) {
 			l.cfg.Statuses.SetPodStatus(p, l.cfg.InitialStatus(p))
 		}
 		l.cfg.Workers.Update(worker.Update{Pod: p, Kind: syncKind(p), Recreate: true})

@@ -32,6 +32,7 @@ func (d denyNamed) Admit(_ context.Context, a admission.Attributes) admission.Re
 
 type recorder struct {
 	mu         sync.Mutex
+	waiting    map[types.UID]bool // pods whose workers would wait to start
 	updates    []worker.Update
 	events     []string
 	changed    int
@@ -42,6 +43,11 @@ func (r *recorder) Update(u worker.Update) {
 	r.mu.Lock()
 	r.updates = append(r.updates, u)
 	r.mu.Unlock()
+}
+func (r *recorder) Waits(p *v1.Pod) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.waiting[p.UID]
 }
 func (r *recorder) Event(p *v1.Pod, _, reason, _ string) {
 	r.mu.Lock()
@@ -124,6 +130,38 @@ func TestLoop_Dispatch_Admission(t *testing.T) {
 	}
 	if rec.changed != 3 {
 		t.Errorf("cluster told of %d changes, want 3", rec.changed)
+	}
+}
+
+func TestLoop_Dispatch_AdditionWaitingToStart(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		waits  bool
+		status bool // an initial status is recorded
+		hadOne bool // the pod had a status already
+		phase  v1.PodPhase
+	}{
+		{name: "a pod that starts gets its initial status", status: true, phase: v1.PodPending},
+		{name: "a static pod waiting for its name gets none", waits: true},
+		{name: "a status already there is kept", waits: true, hadOne: true, status: true, phase: v1.PodRunning},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newPod("web")
+			rec := &recorder{waiting: map[types.UID]bool{p.UID: c.waits}}
+			statuses := status.NewManager()
+			if c.hadOne {
+				statuses.SetPodStatus(p, v1.PodStatus{Phase: v1.PodRunning})
+			}
+			l := newLoop(t, rec, pod.New(), statuses, podstate.New(podstate.Config{}))
+			l.dispatch(context.Background(), config.PodUpdate{Op: config.OpAdd, Source: "file", Pods: []*v1.Pod{p}})
+			if len(rec.updates) != 1 || rec.updates[0].Pod.UID != p.UID || rec.updates[0].Kind != worker.Sync {
+				t.Errorf("worker updates = %+v, want one Sync of the pod", rec.updates)
+			}
+			st, ok := statuses.PodStatus(p.UID)
+			if ok != c.status || st.Phase != c.phase {
+				t.Errorf("status recorded %v phase %q, want %v %q", ok, st.Phase, c.status, c.phase)
+			}
+		})
 	}
 }
 

@@ -3,6 +3,13 @@
 // update wins), a periodic resync, back-off after a failed sync, and
 // termination — a kill request with a grace period that only ever shrinks,
 // after which the worker ends and the pod is forgotten.
+//
+// As the kubelet's allowStaticPodStart, a static pod does not start while
+// another static pod of its full name (name_namespace) has started and not
+// yet terminated — a changed manifest gives the pod a new UID but the same
+// name: its worker waits, running nothing, and the pods waiting for a name
+// start one at a time in the order they arrived. A static pod asked to
+// terminate before it started never runs.
 package worker
 
 import (
@@ -15,6 +22,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/wasmlet/wasmlet/host/internal/config"
 	"github.com/wasmlet/wasmlet/host/internal/podspec"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -122,7 +130,16 @@ type Workers struct {
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
+	// started is the static pod that holds each full name: started and
+	// not yet terminated (the kubelet's startedStaticPodsByFullname).
+	started map[string]types.UID
+	// waiting are the static pods waiting for each full name, in arrival
+	// order (the kubelet's waitingToStartStaticPodsByFullname).
+	waiting map[string][]types.UID
 	stopped bool
+	// waited, when set (by tests), is called each time a static pod's
+	// worker finds its full name taken and waits.
+	waited func(uid types.UID)
 }
 
 // podWorker is one pod's state; its fields are guarded by Workers.mu.
@@ -137,6 +154,8 @@ type podWorker struct {
 	cancel      context.CancelFunc
 	running     Kind
 	wake        chan struct{}
+	fullName    string // a static pod's full name; "" for other pods
+	started     bool   // the pod may run (a static pod waits for its name)
 }
 
 // New returns the workers of cfg, registering the duration metric.
@@ -157,6 +176,8 @@ func New(cfg Config) (*Workers, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		workers: map[types.UID]*podWorker{},
+		started: map[string]types.UID{},
+		waiting: map[string][]types.UID{},
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "wasmlet_pod_worker_duration_seconds",
 			Help:    "Duration of one pod sync by operation (create, update, sync, terminate).",
@@ -187,7 +208,11 @@ func (w *Workers) Update(u Update) {
 	uid := u.Pod.UID
 	pw, ok := w.workers[uid]
 	if !ok {
-		pw = &podWorker{wake: make(chan struct{}, 1)}
+		pw = &podWorker{wake: make(chan struct{}, 1), started: true}
+		if config.IsStatic(u.Pod) {
+			pw.fullName, pw.started = config.FullName(u.Pod), false
+			w.waiting[pw.fullName] = append(w.waiting[pw.fullName], uid)
+		}
 		w.workers[uid] = pw
 		w.wg.Add(1)
 		go w.run(uid, pw)
@@ -228,19 +253,99 @@ func (w *Workers) IsTerminating(uid types.UID) bool {
 	return ok && pw.terminating
 }
 
-// TerminatingPods returns the pods asked to terminate whose workers have
-// not finished yet: a static pod removed or replaced is among them until
-// its containers are gone.
-func (w *Workers) TerminatingPods() []*v1.Pod {
+// StartedStaticPods returns the static pods that have started and not yet
+// terminated, running or terminating: each holds its full name, so a
+// static pod replacing it (a changed manifest) waits, and so does the
+// replacement of its mirror pod.
+func (w *Workers) StartedStaticPods() []*v1.Pod {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []*v1.Pod
-	for _, pw := range w.workers {
-		if pw.terminating {
-			out = append(out, pw.pod)
-		}
+	out := make([]*v1.Pod, 0, len(w.started))
+	for _, uid := range w.started {
+		out = append(out, w.workers[uid].pod)
 	}
 	return out
+}
+
+// Waits reports whether pod, handed to its worker now, would wait to
+// start: it is a static pod and another static pod of its full name has
+// started and not terminated, or arrived before it and still waits. A pod
+// whose worker already runs it does not wait.
+func (w *Workers) Waits(pod *v1.Pod) bool {
+	if !config.IsStatic(pod) {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if pw, ok := w.workers[pod.UID]; ok {
+		return !pw.started
+	}
+	return w.inLineBefore(config.FullName(pod), pod.UID)
+}
+
+// inLineBefore reports whether another static pod holds fullName or waits
+// for it ahead of uid (a pod terminated while waiting does not count).
+// w.mu is held.
+func (w *Workers) inLineBefore(fullName string, uid types.UID) bool {
+	if holder, ok := w.started[fullName]; ok {
+		return holder != uid
+	}
+	for _, q := range w.waiting[fullName] {
+		if q == uid {
+			return false
+		}
+		if qw, ok := w.workers[q]; ok && !qw.terminating {
+			return true
+		}
+	}
+	return false
+}
+
+// allowStart lets the static pod uid, waiting, start if no other pod is
+// before it in line for fullName: it leaves the line and holds the name.
+// w.mu is held.
+func (w *Workers) allowStart(fullName string, uid types.UID) bool {
+	if w.inLineBefore(fullName, uid) {
+		return false
+	}
+	w.leaveLine(fullName, uid)
+	w.started[fullName] = uid
+	return true
+}
+
+// leaveLine takes uid out of the pods waiting for fullName. w.mu is held.
+func (w *Workers) leaveLine(fullName string, uid types.UID) {
+	q := w.waiting[fullName]
+	for i, x := range q {
+		if x == uid {
+			q = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	if len(q) == 0 {
+		delete(w.waiting, fullName)
+		return
+	}
+	w.waiting[fullName] = q
+}
+
+// release frees fullName if uid holds it and wakes the pods waiting for
+// it, the first of which starts. w.mu is held.
+func (w *Workers) release(fullName string, uid types.UID) {
+	if fullName == "" {
+		return
+	}
+	if w.started[fullName] == uid {
+		delete(w.started, fullName)
+	}
+	for _, q := range w.waiting[fullName] {
+		if qw, ok := w.workers[q]; ok {
+			select {
+			case qw.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // Known returns the UIDs of the pods that have a worker.
@@ -313,6 +418,24 @@ func (w *Workers) run(uid types.UID, pw *podWorker) {
 		}
 
 		w.mu.Lock()
+		if !pw.started {
+			if pw.terminating {
+				// Asked to terminate before it started: nothing runs, so
+				// there is nothing to kill (the kubelet's
+				// cleanupUnstartedPod).
+				w.leaveLine(pw.fullName, uid)
+				w.finish(uid, pw)
+				return
+			}
+			if !w.allowStart(pw.fullName, uid) {
+				w.mu.Unlock()
+				if w.waited != nil {
+					w.waited(uid)
+				}
+				continue // woken again when the name is released
+			}
+			pw.started = true
+		}
 		work := Work{Kind: Sync, Pod: pw.pod, First: !pw.synced}
 		if pw.terminating {
 			work.Kind, work.GracePeriod, work.First, work.Failure = Terminate, pw.grace, false, pw.failure
@@ -334,15 +457,7 @@ func (w *Workers) run(uid types.UID, pw *podWorker) {
 			pw.synced = true
 		}
 		if work.Kind == Terminate && err == nil {
-			delete(w.workers, uid)
-			recreate, pod := pw.recreate, pw.pod
-			w.mu.Unlock()
-			if w.cfg.Terminated != nil {
-				w.cfg.Terminated(work.Pod)
-			}
-			if recreate {
-				w.Update(Update{Pod: pod, Kind: Sync})
-			}
+			w.finish(uid, pw)
 			return
 		}
 		// A Terminate that arrived during this Sync runs next, at once.
@@ -369,6 +484,22 @@ func (w *Workers) run(uid types.UID, pw *podWorker) {
 				arm(jitter(w.cfg.ResyncInterval))
 			}
 		}
+	}
+}
+
+// finish forgets the terminated pod uid, releases its full name, calls
+// Terminated, and starts the pod over if it was added again meanwhile. It
+// is called with w.mu held and returns with it released.
+func (w *Workers) finish(uid types.UID, pw *podWorker) {
+	delete(w.workers, uid)
+	w.release(pw.fullName, uid)
+	recreate, pod := pw.recreate, pw.pod
+	w.mu.Unlock()
+	if w.cfg.Terminated != nil {
+		w.cfg.Terminated(pod)
+	}
+	if recreate {
+		w.Update(Update{Pod: pod, Kind: Sync})
 	}
 }
 
