@@ -343,12 +343,14 @@ run_node() {
 			--eviction-hard 'memory.available<1Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%' >"$d/node.log" 2>&1 &
 		;;
 	kubelet)
-		# As wasmlet: the node suite reads /stats/summary from the read-only
-		# port, which the other suite's node leaves closed.
+		# As wasmlet: the node suite reads /stats/summary and
+		# /metrics/cadvisor from the read-only port on localhost, which the
+		# other suite's node leaves closed; both ports listen on every
+		# address, wasmlet's and the kubelet's default.
 		ro=0
 		[ "$SUITE" = e2e_node ] && ro=$read_only_port
 		kubelet_config containerRuntimeEndpoint="$ep" anonymousEnabled=false webhookEnabled=true \
-			clientCAFile="$d/cp/pki/ca.crt" authorizationMode=Webhook address="$nodeip" port="$kubelet_port" \
+			clientCAFile="$d/cp/pki/ca.crt" authorizationMode=Webhook address=0.0.0.0 port="$kubelet_port" \
 			readOnlyPort="$ro" podLogsDir="$logs" clusterDomain=cluster.local staticPodPath="$d/manifests" >"$d/kubelet.yaml"
 		"$bin_kubelet" --config "$d/kubelet.yaml" --kubeconfig "$kc" --hostname-override "$nodename" \
 			--node-ip "$nodeip" --root-dir "$root" --cert-dir "$root/pki" >"$d/node.log" 2>&1 &
