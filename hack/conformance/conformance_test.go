@@ -267,3 +267,50 @@ func TestLongestFirst(t *testing.T) {
 		t.Errorf("a missing file: %v, %v; want none, no error", none, err)
 	}
 }
+
+// An empty container text (ginkgo.Context("")) is not part of the text
+// ginkgo focuses on, so it is not part of the spec's name either: the
+// focus built from the name matches the spec.
+func TestFullText_emptyContainer(t *testing.T) {
+	s := ginkgoSpec{ContainerHierarchyTexts: []string{"[sig-node] Pod SIGKILL [LinuxOnly]", ""}, LeafNodeText: "The containers terminated forcefully by Sigkill"}
+	want := "[sig-node] Pod SIGKILL [LinuxOnly] The containers terminated forcefully by Sigkill"
+	if got := s.fullText(); got != want {
+		t.Fatalf("fullText = %q, want %q", got, want)
+	}
+	// ginkgo's text: the suite's description, a space, the non-empty
+	// texts joined by single spaces.
+	if re := regexp.MustCompile(focusOf("Kubernetes e2e suite", []ginkgoSpec{s})); !re.MatchString("Kubernetes e2e suite " + want) {
+		t.Errorf("focus %q does not match the text ginkgo matches", re)
+	}
+}
+
+func TestSpecResult(t *testing.T) {
+	spec := func(text, state, msg string) ginkgoSpec {
+		g := ginkgoSpec{ContainerHierarchyTexts: []string{"[sig-node] X"}, LeafNodeText: text, State: state}
+		g.Failure.Message = msg
+		return g
+	}
+	other := spec("other", "skipped", "")
+	for _, tc := range []struct {
+		name      string
+		got       []ginkgoSpec
+		n         int
+		state     string
+		harnessed bool // a harness failure
+	}{
+		{"passed", []ginkgoSpec{spec("a", "passed", ""), other}, 1, "passed", false},
+		{"failed", []ginkgoSpec{spec("a", "failed", "boom"), other}, 1, "failed", false},
+		{"skipped by itself, with its reason", []ginkgoSpec{spec("a", "skipped", "runtime does not support it"), other}, 1, "skipped", false},
+		{"left out by the focus", []ginkgoSpec{spec("a", "skipped", ""), other}, 1, "failed", true},
+		{"missing from the report", []ginkgoSpec{other}, 1, "failed", true},
+		{"twice in the report", []ginkgoSpec{spec("a", "passed", ""), spec("a", "passed", "")}, 1, "failed", true},
+		{"the focus took another spec too", []ginkgoSpec{spec("a", "passed", ""), spec("b", "passed", "")}, 1, "failed", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state, failure, _ := specResult("[sig-node] X a", tc.got, tc.n)
+			if state != tc.state || strings.HasPrefix(failure, "harness:") != tc.harnessed {
+				t.Errorf("state %q, failure %q; want state %q, harness failure %v", state, failure, tc.state, tc.harnessed)
+			}
+		})
+	}
+}

@@ -32,9 +32,16 @@ type ginkgoSpec struct {
 }
 
 // fullText is the text ginkgo's --ginkgo.focus matches: the container texts
-// and the leaf's, joined by spaces.
+// and the leaf's, joined by spaces, an empty container text (a
+// ginkgo.Context("")) left out as ginkgo leaves it out.
 func (s ginkgoSpec) fullText() string {
-	return strings.Join(append(append([]string{}, s.ContainerHierarchyTexts...), s.LeafNodeText), " ")
+	var texts []string
+	for _, t := range append(append([]string{}, s.ContainerHierarchyTexts...), s.LeafNodeText) {
+		if t != "" {
+			texts = append(texts, t)
+		}
+	}
+	return strings.Join(texts, " ")
 }
 
 // readSpecs reads a ginkgo JSON report and returns its suite's description

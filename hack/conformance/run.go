@@ -230,32 +230,16 @@ func runUnit(ctx context.Context, cfg runConfig, suite string, unit []int, specs
 	}
 	seconds := time.Since(began).Seconds()
 	_, got, err := readSpecs(report)
-	ran := 0
-	for _, g := range got {
-		if g.State != "skipped" && g.State != "pending" {
-			ran++
-		}
-	}
 	for k := range res {
 		r := &res[k]
 		r.Seconds = seconds
-		var found []ginkgoSpec
-		for _, g := range got {
-			if g.fullText() == r.Name {
-				found = append(found, g)
-			}
-		}
-		switch {
-		case err != nil:
+		if err != nil {
 			r.State, r.Failure = "failed", "no report from e2e.test: "+err.Error()
-		case len(found) != 1 || ran > len(unit):
-			// The focus missed the spec or took others too: a harness
-			// defect, shown as a failure rather than hidden.
-			r.State, r.Failure = "failed", fmt.Sprintf("harness: the report has %d specs of this text and %d run, want 1 of %d", len(found), ran, len(unit))
-		default:
-			r.State, r.Failure = found[0].State, found[0].Failure.Message
-			if found[0].RunTime > 0 {
-				r.Seconds = found[0].RunTime.Seconds()
+		} else {
+			var runTime time.Duration
+			r.State, r.Failure, runTime = specResult(r.Name, got, len(unit))
+			if runTime > 0 {
+				r.Seconds = runTime.Seconds()
 			}
 		}
 		if killed != "" {
@@ -278,4 +262,30 @@ func stop(cmd *exec.Cmd, waited <-chan error) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-waited
 	}
+}
+
+// specResult is the state, failure and run time of the spec named name in
+// the report of its unit's process (got, for a unit of n specs). A spec the
+// report lacks or holds twice, a process that ran more specs than its
+// unit's, and a spec ginkgo left out because the focus missed it (skipped
+// with no reason: a spec that skips itself gives one) are harness defects,
+// shown as failures rather than hidden.
+func specResult(name string, got []ginkgoSpec, n int) (string, string, time.Duration) {
+	ran := 0
+	var found []ginkgoSpec
+	for _, g := range got {
+		if g.State != "skipped" && g.State != "pending" {
+			ran++
+		}
+		if g.fullText() == name {
+			found = append(found, g)
+		}
+	}
+	switch {
+	case len(found) != 1 || ran > n:
+		return "failed", fmt.Sprintf("harness: the report has %d specs of this text and %d run, want 1 of %d", len(found), ran, n), 0
+	case found[0].State == "skipped" && strings.TrimSpace(found[0].Failure.Message) == "":
+		return "failed", "harness: the spec was not run (skipped with no reason: its focus did not match it)", 0
+	}
+	return found[0].State, found[0].Failure.Message, found[0].RunTime
 }
