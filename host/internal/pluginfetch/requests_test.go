@@ -37,9 +37,10 @@ type countingRegistry struct {
 	host string
 	srv  *httptest.Server
 
-	mu    sync.Mutex
-	reqs  []string
-	names map[string]string // digest → name in the record
+	mu       sync.Mutex
+	password string
+	reqs     []string
+	names    map[string]string // digest → name in the record
 }
 
 const (
@@ -47,13 +48,23 @@ const (
 	registryPassword = "secret"
 )
 
+// setPassword changes the password the registry accepts.
+func (r *countingRegistry) setPassword(p string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.password = p
+}
+
 func newCountingRegistry(t *testing.T) *countingRegistry {
 	t.Helper()
-	r := &countingRegistry{names: map[string]string{}}
+	r := &countingRegistry{names: map[string]string{}, password: registryPassword}
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		if u, p, ok := req.BasicAuth(); !ok || u != registryUser || p != registryPassword {
+		r.mu.Lock()
+		password := r.password
+		r.mu.Unlock()
+		if u, p, ok := req.BasicAuth(); !ok || u != registryUser || p != password {
 			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
 			rec.WriteHeader(http.StatusUnauthorized)
 		} else {
@@ -101,6 +112,24 @@ func (r *countingRegistry) take() []string {
 	}
 	r.reqs = nil
 	return out
+}
+
+// rotatingKeychain returns the password it holds now for any resource.
+type rotatingKeychain struct {
+	mu       sync.Mutex
+	password string
+}
+
+func (k *rotatingKeychain) set(p string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.password = p
+}
+
+func (k *rotatingKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return &authn.Basic{Username: registryUser, Password: k.password}, nil
 }
 
 // staticKeychain returns the registry's credentials for any resource.
@@ -239,6 +268,29 @@ func TestFetcher_Resolve_requests(t *testing.T) {
 		}
 		if got := fetchErrors(f, ReasonResolve); got != 1 {
 			t.Errorf("resolve errors = %v, want 1", got)
+		}
+	})
+
+	// The credentials change (a credential helper's new token): the
+	// transport reused since the pull sends the new ones at once.
+	t.Run("rotated credentials", func(t *testing.T) {
+		kc := &rotatingKeychain{password: registryPassword}
+		f := node(kc)
+		path, ref := writeRef(t, t.TempDir(), reg.host+"/signed:1", "")
+		f.Stamps(map[string]abi.Manifest{path: ref})
+		if _, err := f.Resolve(ctx, path, ref); err != nil {
+			t.Fatal(err)
+		}
+		reg.setPassword("rotated")
+		defer reg.setPassword(registryPassword)
+		kc.set("rotated")
+		reg.take()
+		f.ResolveAll(ctx)
+		if st := f.Status(path); st.Error != "" || st.Digest != digest {
+			t.Errorf("Status after the credentials changed = %+v, want digest %s and no error", st, digest)
+		}
+		if got, want := reg.take(), []string{"HEAD /v2/signed/manifests/1 200"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("requests after the credentials changed:\n got  %q\n want %q", got, want)
 		}
 	})
 

@@ -42,7 +42,9 @@ type Config struct {
 
 // Client pushes and pulls plugins. Its reads share one authenticated
 // transport per repository (a go-containerregistry Puller): the registry
-// is pinged and credentials are set up once, not once per request.
+// is pinged and the authentication scheme set up once, not once per
+// request; the credentials are still asked of the keychain at each request
+// (freshKeychain), so rotated ones are used at once.
 type Client struct {
 	keychain  authn.Keychain
 	transport http.RoundTripper
@@ -166,7 +168,7 @@ func (c *Client) options(ctx context.Context) []remote.Option {
 // base are the options every request is made with.
 func (c *Client) base() []remote.Option {
 	return []remote.Option{
-		remote.WithAuthFromKeychain(c.keychain),
+		remote.WithAuthFromKeychain(freshKeychain{c.keychain}),
 		remote.WithTransport(c.transport),
 		remote.WithUserAgent(c.userAgent),
 	}
