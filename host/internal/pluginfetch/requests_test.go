@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -36,6 +37,8 @@ import (
 type countingRegistry struct {
 	host string
 	srv  *httptest.Server
+	// handler serves the registry; restart serves it again.
+	handler http.Handler
 
 	mu       sync.Mutex
 	password string
@@ -59,7 +62,7 @@ func newCountingRegistry(t *testing.T) *countingRegistry {
 	t.Helper()
 	r := &countingRegistry{names: map[string]string{}, password: registryPassword}
 	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r.handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		r.mu.Lock()
 		password := r.password
@@ -73,8 +76,9 @@ func newCountingRegistry(t *testing.T) *countingRegistry {
 		r.mu.Lock()
 		r.reqs = append(r.reqs, req.Method+" "+req.URL.Path+" "+fmt.Sprint(rec.status))
 		r.mu.Unlock()
-	}))
-	t.Cleanup(r.srv.Close)
+	})
+	r.srv = httptest.NewServer(r.handler)
+	t.Cleanup(func() { r.srv.Close() })
 	u, _ := url.Parse(r.srv.URL)
 	r.host = u.Host
 	return r
@@ -88,6 +92,20 @@ type statusRecorder struct {
 func (s *statusRecorder) WriteHeader(code int) {
 	s.status = code
 	s.ResponseWriter.WriteHeader(code)
+}
+
+// restart serves the registry again, with its content, at the address it
+// had before it was closed.
+func (r *countingRegistry) restart(t *testing.T) {
+	t.Helper()
+	l, err := net.Listen("tcp", r.host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.srv = httptest.NewUnstartedServer(r.handler)
+	r.srv.Listener.Close()
+	r.srv.Listener = l
+	r.srv.Start()
 }
 
 // name gives digest (sha256:HEX) a name in the record; its tag form
@@ -294,9 +312,10 @@ func TestFetcher_Resolve_requests(t *testing.T) {
 		}
 	})
 
-	// Last: the registry goes down under the node whose transport was
-	// authenticated before; the next round fails, the plugin kept.
-	t.Run("registry down", func(t *testing.T) {
+	// The registry restarts under the node whose transport was
+	// authenticated before: while it is down the round fails, the plugin
+	// kept; once it is back the transport serves again, one HEAD.
+	t.Run("registry restart", func(t *testing.T) {
 		reg.srv.Close()
 		signed.ResolveAll(ctx)
 		if got := fetchErrors(signed, ReasonResolve); got != 1 {
@@ -304,6 +323,15 @@ func TestFetcher_Resolve_requests(t *testing.T) {
 		}
 		if st := signed.Status(path); !strings.Contains(st.Error, "connection refused") || st.Digest != digest {
 			t.Errorf("Status = %+v, want the refused connection and digest %s kept", st, digest)
+		}
+		reg.restart(t)
+		reg.take()
+		signed.ResolveAll(ctx)
+		if st := signed.Status(path); st.Error != "" || st.Digest != digest {
+			t.Errorf("Status after the restart = %+v, want digest %s and no error", st, digest)
+		}
+		if got, want := reg.take(), []string{"HEAD /v2/signed/manifests/1 200"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("requests after the restart:\n got  %q\n want %q", got, want)
 		}
 	})
 }
