@@ -259,7 +259,16 @@ type Manifest struct {
 // computed from the bytes read; a digest reference's content is checked
 // against its digest. Errors name ref.
 func (c *Client) Manifest(ctx context.Context, ref string) (*Manifest, error) {
-	fail := func(err error) (*Manifest, error) { return nil, fmt.Errorf("pull %s: %w", ref, err) }
+	m, err := c.manifest(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", ref, err)
+	}
+	return m, nil
+}
+
+// manifest is Manifest; its errors name no reference.
+func (c *Client) manifest(ctx context.Context, ref string) (*Manifest, error) {
+	fail := func(err error) (*Manifest, error) { return nil, err }
 	r, err := ParseReference(ref)
 	if err != nil {
 		return fail(err)
@@ -351,9 +360,9 @@ func (c *Client) blobs(ctx context.Context, m *Manifest) (*Plugin, error) {
 // Pull reads the plugin at ref (Manifest, then Blobs). It returns the
 // plugin and the manifest's digest; nothing is written.
 func (c *Client) Pull(ctx context.Context, ref string) (*Plugin, v1.Hash, error) {
-	m, err := c.Manifest(ctx, ref)
+	m, err := c.manifest(ctx, ref)
 	if err != nil {
-		return nil, v1.Hash{}, err
+		return nil, v1.Hash{}, fmt.Errorf("pull %s: %w", ref, err)
 	}
 	p, err := c.blobs(ctx, m)
 	if err != nil {
