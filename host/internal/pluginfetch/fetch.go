@@ -272,7 +272,7 @@ func (f *Fetcher) resolveCurrent(ctx context.Context, path string, ref abi.Manif
 	}
 	h, ok := f.known(rf)
 	if !ok {
-		if h, _, err = f.fetch(ctx, rf); err != nil {
+		if h, _, err = f.fetch(ctx, rf, false); err != nil {
 			return pluginhost.Resolved{}, f.report(rf, path, ref, err)
 		}
 	}
@@ -309,32 +309,61 @@ func (f *Fetcher) resolved(rf reference, h v1.Hash) (pluginhost.Resolved, error)
 // fetch resolves rf to a digest and, unless that digest is kept verified,
 // pulls, verifies and keeps it; then it remembers what a tag resolved to.
 // It reports whether the reference now names another digest than before.
-func (f *Fetcher) fetch(ctx context.Context, rf reference) (v1.Hash, bool, error) {
+// A tag resolved before is resolved by a HEAD request alone; the first
+// resolution of a tag reads its manifest by the same GET the pull needs,
+// the digest being that of the bytes read. With unresolved, a reference
+// already resolved since it was watched is left as it is (the round a new
+// reference asks for need not resolve again what Resolve just fetched).
+func (f *Fetcher) fetch(ctx context.Context, rf reference, unresolved bool) (v1.Hash, bool, error) {
 	f.fetchMu.Lock()
 	defer f.fetchMu.Unlock()
+	if unresolved {
+		if h, ok := f.resolvedSinceWatched(rf); ok {
+			return h, false, nil
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, f.cfg.Timeout)
 	defer cancel()
-	var h v1.Hash
+	var (
+		h v1.Hash
+		m *pluginoci.Manifest
+	)
 	if d, ok := rf.r.(name.Digest); ok {
 		var err error
 		if h, err = v1.NewHash(d.DigestStr()); err != nil {
 			return h, false, failed(ReasonReference, err)
 		}
 	} else {
+		f.mu.Lock()
+		_, before := f.tags[rf.key]
+		f.mu.Unlock()
 		var err error
-		if h, err = f.cfg.Client.Resolve(ctx, rf.ref.Image); err != nil {
+		if before {
+			h, err = f.cfg.Client.Resolve(ctx, rf.ref.Image)
+		} else if m, err = f.cfg.Client.Manifest(ctx, rf.ref.Image); err == nil {
+			h = m.Digest
+		}
+		if err != nil {
 			return h, false, failed(ReasonResolve, err)
 		}
 	}
 	if !f.cache.verified(h, rf.req) {
 		at := rf.r.Context().Digest(h.String())
-		p, got, err := f.cfg.Client.Pull(ctx, at.String())
+		if m == nil {
+			var err error
+			if m, err = f.cfg.Client.Manifest(ctx, at.String()); err != nil {
+				return h, false, failed(ReasonPull, err)
+			}
+		}
+		if m.Digest != h {
+			return h, false, failed(ReasonPull, fmt.Errorf("%s answered with manifest %s", at, m.Digest))
+		}
+		p, err := f.cfg.Client.Blobs(ctx, m)
 		if err != nil {
 			return h, false, failed(ReasonPull, err)
 		}
-		if got != h {
-			return h, false, failed(ReasonPull, fmt.Errorf("%s answered with manifest %s", at, got))
-		}
+		// The signatures checked are those of h, the digest of the
+		// manifest whose blobs were read and are kept.
 		if err := f.cfg.Verifier.Verify(ctx, at, rf.ref.Verification, filepath.Dir(rf.path)); err != nil {
 			return h, false, failed(ReasonVerify, err)
 		}
@@ -380,6 +409,23 @@ func (f *Fetcher) fetch(ctx context.Context, rf reference) (v1.Hash, bool, error
 	return h, moved, nil
 }
 
+// resolvedSinceWatched returns the digest rf resolved to, kept verified,
+// when it was resolved successfully since it was watched at its path with
+// its image (a status without error).
+func (f *Fetcher) resolvedSinceWatched(rf reference) (v1.Hash, bool) {
+	f.mu.Lock()
+	st, ok := f.status[rf.path]
+	f.mu.Unlock()
+	if !ok || st.Error != "" || st.Image != rf.ref.Image || st.Digest == "" {
+		return v1.Hash{}, false
+	}
+	h, err := v1.NewHash(st.Digest)
+	if err != nil || !f.cache.verified(h, rf.req) {
+		return v1.Hash{}, false
+	}
+	return h, true
+}
+
 // ok records a successful resolution of rf.
 func (f *Fetcher) ok(rf reference, h v1.Hash) {
 	f.mu.Lock()
@@ -419,7 +465,8 @@ func (f *Fetcher) poke() {
 // ones appear) until ctx is done: a reference that names another digest
 // than before, or one whose plugin is not kept yet, is pulled, verified and
 // kept, and then OnChange is called. Failures are recorded (Status, log,
-// metric) and change nothing enforced.
+// metric) and change nothing enforced. The round new references ask for
+// resolves only those not resolved since they were watched.
 func (f *Fetcher) Run(ctx context.Context) error {
 	t := time.NewTicker(f.cfg.ResolveInterval)
 	defer t.Stop()
@@ -428,15 +475,23 @@ func (f *Fetcher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			f.ResolveAll(ctx)
 		case <-f.kick:
+			f.resolveRound(ctx, true)
 		}
-		f.ResolveAll(ctx)
 	}
 }
 
 // ResolveAll resolves every watched reference once (what Run does each
 // interval) and calls OnChange when one moved.
 func (f *Fetcher) ResolveAll(ctx context.Context) {
+	f.resolveRound(ctx, false)
+}
+
+// resolveRound resolves the watched references — with unresolved, only
+// those not resolved since they were watched — and calls OnChange when one
+// moved or was fetched for the first time.
+func (f *Fetcher) resolveRound(ctx context.Context, unresolved bool) {
 	f.mu.Lock()
 	paths := make([]string, 0, len(f.watched))
 	refs := map[string]abi.Manifest{}
@@ -458,7 +513,7 @@ func (f *Fetcher) ResolveAll(ctx context.Context) {
 			continue
 		}
 		_, wasKnown := f.known(rf)
-		_, moved, err := f.fetch(ctx, rf)
+		_, moved, err := f.fetch(ctx, rf, unresolved)
 		if err != nil {
 			f.report(rf, path, ref, err)
 			continue

@@ -163,7 +163,9 @@ func TestFetcher_refused(t *testing.T) {
 		reason                    string
 		want                      []string
 	}{
-		{name: "garbage", image: gu.Host + "/x/policy:v1", reason: ReasonPull, want: []string{"pull"}},
+		// The first resolution of a tag reads its manifest: one that is
+		// not a manifest fails the resolution.
+		{name: "garbage", image: gu.Host + "/x/policy:v1", reason: ReasonResolve, want: []string{"read manifest", "not a wasmlet plugin artifact"}},
 		{name: "oversize", image: reg.host + "/p/oversize:v1", limits: pluginoci.Limits{Module: 16}, reason: ReasonPull, want: []string{"larger than allowed"}},
 		{name: "not a plugin", image: notPlugin, reason: ReasonResolve, want: []string{"not a wasmlet plugin artifact"}},
 		{name: "host beyond the grant", image: reg.host + "/p/hosts:v1", perms: "  allowedHosts: [api.example.com, evil.example.net]\n",

@@ -61,6 +61,12 @@ func newClient(t *testing.T, lim pluginoci.Limits) *pluginoci.Client {
 // returns the digest.
 func push(t *testing.T, ref, wasm, version, perms string) v1.Hash {
 	t.Helper()
+	return pushWith(t, newClient(t, pluginoci.Limits{}), ref, wasm, version, perms)
+}
+
+// pushWith is push by client c.
+func pushWith(t *testing.T, c *pluginoci.Client, ref, wasm, version, perms string) v1.Hash {
+	t.Helper()
 	b, err := os.ReadFile(wasm)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +80,7 @@ func push(t *testing.T, ref, wasm, version, perms string) v1.Hash {
 		Module:   pluginoci.File{Name: "policy.wasm", Data: b},
 		Manifest: pluginoci.File{Name: "policy.plugin.yaml", Data: []byte(mf)},
 	}
-	d, err := newClient(t, pluginoci.Limits{}).Push(context.Background(), ref, p, pluginoci.Meta{})
+	d, err := c.Push(context.Background(), ref, p, pluginoci.Meta{})
 	if err != nil {
 		t.Fatal(err)
 	}

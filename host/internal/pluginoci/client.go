@@ -40,12 +40,17 @@ type Config struct {
 	UserAgent string
 }
 
-// Client pushes and pulls plugins.
+// Client pushes and pulls plugins. Its reads share one authenticated
+// transport per repository (a go-containerregistry Puller): the registry
+// is pinged and the authentication scheme set up once, not once per
+// request; the credentials are still asked of the keychain at each request
+// (freshKeychain), so rotated ones are used at once.
 type Client struct {
 	keychain  authn.Keychain
 	transport http.RoundTripper
 	limits    Limits
 	userAgent string
+	puller    *remote.Puller
 }
 
 // New returns a Client, or an error when the CA file cannot be used.
@@ -77,7 +82,20 @@ func New(cfg Config) (*Client, error) {
 		base = t
 	}
 	c.transport = loopbackOnlyHTTP{base}
+	c.puller = c.newPuller()
 	return c, nil
+}
+
+// newPuller returns a Puller of c's keychain, transport and user agent:
+// the authenticated transports c's reads reuse. NewPuller fails only on an
+// option that fails, which none of c's do; were it to, nil makes each
+// read authenticate on its own, as go-containerregistry does by default.
+func (c *Client) newPuller() *remote.Puller {
+	p, err := remote.NewPuller(c.base()...)
+	if err != nil {
+		return nil
+	}
+	return p
 }
 
 // loopbackOnlyHTTP refuses a plain HTTP request to anything but loopback:
@@ -122,24 +140,35 @@ func ParseReference(s string) (name.Reference, error) {
 // WithKeychain returns a Client like c that finds credentials in kc (for
 // a caller whose credentials change from one request to the next, such as
 // an image pull that carries its own).
+// The copy authenticates on its own: it shares no transport with c.
 func (c *Client) WithKeychain(kc authn.Keychain) *Client {
 	cp := *c
 	cp.keychain = kc
+	cp.puller = cp.newPuller()
 	return &cp
 }
 
 // RemoteOptions are the go-containerregistry options the client reaches a
 // registry with — its keychain, its transport (with the loopback-only rule
-// for plain HTTP and the CA file) and its user agent — for packages that
-// read or write other objects in the same registry, such as signatures.
+// for plain HTTP and the CA file), its user agent and its Puller, whose
+// authenticated transports reads reuse — for packages that read or write
+// other objects in the same registry, such as signatures.
 func (c *Client) RemoteOptions(ctx context.Context) []remote.Option {
 	return c.options(ctx)
 }
 
 func (c *Client) options(ctx context.Context) []remote.Option {
+	opts := append(c.base(), remote.WithContext(ctx))
+	if c.puller != nil {
+		opts = append(opts, remote.Reuse(c.puller))
+	}
+	return opts
+}
+
+// base are the options every request is made with.
+func (c *Client) base() []remote.Option {
 	return []remote.Option{
-		remote.WithContext(ctx),
-		remote.WithAuthFromKeychain(c.keychain),
+		remote.WithAuthFromKeychain(freshKeychain{c.keychain}),
 		remote.WithTransport(c.transport),
 		remote.WithUserAgent(c.userAgent),
 	}
@@ -214,18 +243,37 @@ func (c *Client) Resolve(ctx context.Context, ref string) (v1.Hash, error) {
 	return desc.Digest, nil
 }
 
-// Pull reads the plugin at ref: the manifest, config and layers checked
-// against the layout and the limits, each blob against its digest, the
-// plugin against what the agent loads. It returns the plugin and the
-// manifest's digest; nothing is written.
-func (c *Client) Pull(ctx context.Context, ref string) (*Plugin, v1.Hash, error) {
-	fail := func(err error) (*Plugin, v1.Hash, error) { return nil, v1.Hash{}, fmt.Errorf("pull %s: %w", ref, err) }
+// Manifest is a plugin artifact's manifest as read from a registry: its
+// digest (of the bytes read) and its content, checked to be an OCI image
+// manifest within the size cap. Blobs pulls the rest.
+type Manifest struct {
+	// Digest is the sha256 of the manifest's bytes: for a tag, what the
+	// tag named when it was read.
+	Digest   v1.Hash
+	repo     name.Repository
+	manifest *v1.Manifest
+}
+
+// Manifest reads the manifest ref names (a tag or a digest) with one GET:
+// a tag is resolved and its manifest read by the same request, its digest
+// computed from the bytes read; a digest reference's content is checked
+// against its digest. Errors name ref.
+func (c *Client) Manifest(ctx context.Context, ref string) (*Manifest, error) {
+	m, err := c.manifest(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest %s: %w", ref, err)
+	}
+	return m, nil
+}
+
+// manifest is Manifest; its errors name no reference.
+func (c *Client) manifest(ctx context.Context, ref string) (*Manifest, error) {
+	fail := func(err error) (*Manifest, error) { return nil, err }
 	r, err := ParseReference(ref)
 	if err != nil {
 		return fail(err)
 	}
-	opts := c.options(ctx)
-	desc, err := remote.Get(r, opts...)
+	desc, err := remote.Get(r, c.options(ctx)...)
 	if err != nil {
 		return fail(explain(err))
 	}
@@ -242,8 +290,27 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Plugin, v1.Hash, error)
 	if m.Config.Size < 0 || m.Config.Size > configLimit {
 		return fail(fmt.Errorf("config of %d bytes: %w (at most %d)", m.Config.Size, ErrTooLarge, configLimit))
 	}
+	return &Manifest{Digest: desc.Digest, repo: r.Context(), manifest: m}, nil
+}
+
+// Blobs reads the plugin m describes: the config and layers checked
+// against the layout and the limits, each blob against its digest, the
+// plugin against what the agent loads. Nothing is written; errors name
+// the manifest's digest reference.
+func (c *Client) Blobs(ctx context.Context, m *Manifest) (*Plugin, error) {
+	p, err := c.blobs(ctx, m)
+	if err != nil {
+		return nil, fmt.Errorf("pull %s: %w", m.repo.Digest(m.Digest.String()), err)
+	}
+	return p, nil
+}
+
+// blobs is Blobs; its errors name no reference.
+func (c *Client) blobs(ctx context.Context, m *Manifest) (*Plugin, error) {
+	fail := func(err error) (*Plugin, error) { return nil, err }
+	opts := c.options(ctx)
 	fetch := func(d v1.Descriptor) ([]byte, error) {
-		l, err := remote.Layer(r.Context().Digest(d.Digest.String()), opts...)
+		l, err := remote.Layer(m.repo.Digest(d.Digest.String()), opts...)
 		if err != nil {
 			return nil, explain(err)
 		}
@@ -253,16 +320,16 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Plugin, v1.Hash, error)
 		}
 		return b, nil
 	}
-	if m.Config.MediaType != ConfigMediaType {
+	if m.manifest.Config.MediaType != ConfigMediaType {
 		// Refused before any blob is read.
-		_, _, _, err := checkLayout(m, nil, c.limits)
+		_, _, _, err := checkLayout(m.manifest, nil, c.limits)
 		return fail(err)
 	}
-	config, err := fetch(m.Config)
+	config, err := fetch(m.manifest.Config)
 	if err != nil {
 		return fail(err)
 	}
-	module, manifest, tests, err := checkLayout(m, config, c.limits)
+	module, manifest, tests, err := checkLayout(m.manifest, config, c.limits)
 	if err != nil {
 		return fail(err)
 	}
@@ -287,7 +354,21 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Plugin, v1.Hash, error)
 	if err := p.check(); err != nil {
 		return fail(fmt.Errorf("%w: %v", ErrNotPlugin, err))
 	}
-	return p, desc.Digest, nil
+	return p, nil
+}
+
+// Pull reads the plugin at ref (Manifest, then Blobs). It returns the
+// plugin and the manifest's digest; nothing is written.
+func (c *Client) Pull(ctx context.Context, ref string) (*Plugin, v1.Hash, error) {
+	m, err := c.manifest(ctx, ref)
+	if err != nil {
+		return nil, v1.Hash{}, fmt.Errorf("pull %s: %w", ref, err)
+	}
+	p, err := c.blobs(ctx, m)
+	if err != nil {
+		return nil, v1.Hash{}, fmt.Errorf("pull %s: %w", ref, err)
+	}
+	return p, m.Digest, nil
 }
 
 // DigestRef returns ref (a tag or a digest reference) as a digest

@@ -116,3 +116,34 @@ func hostOf(key string) string {
 	}
 	return key
 }
+
+// freshKeychain asks its keychain for the credentials again at every
+// request instead of once: the Client's reads reuse one authenticated
+// transport per repository for as long as the Client lives, and a
+// credential helper's token, or a rewritten Secret, must still reach them.
+// Anonymous stays Anonymous, as go-containerregistry handles it apart.
+type freshKeychain struct{ kc authn.Keychain }
+
+// Resolve implements authn.Keychain.
+func (k freshKeychain) Resolve(target authn.Resource) (authn.Authenticator, error) {
+	a, err := k.kc.Resolve(target)
+	if err != nil || a == authn.Anonymous {
+		return a, err
+	}
+	return freshAuthenticator{kc: k.kc, target: target}, nil
+}
+
+// freshAuthenticator resolves target's credentials at each use.
+type freshAuthenticator struct {
+	kc     authn.Keychain
+	target authn.Resource
+}
+
+// Authorization implements authn.Authenticator.
+func (a freshAuthenticator) Authorization() (*authn.AuthConfig, error) {
+	auth, err := a.kc.Resolve(a.target)
+	if err != nil {
+		return nil, err
+	}
+	return auth.Authorization()
+}

@@ -6,8 +6,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"io"
 	"log"
@@ -25,11 +23,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-	"github.com/secure-systems-lab/go-securesystemslib/encrypted"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	"github.com/wasmlet/wasmlet/abi"
 	"github.com/wasmlet/wasmlet/host/internal/pluginoci"
+	"github.com/wasmlet/wasmlet/host/internal/pluginsign/signtest"
 )
 
 // env is an in-memory registry and a client for it.
@@ -77,32 +74,13 @@ func (e *env) push(t *testing.T, repo string) name.Digest {
 // cosign.pub) into a new directory.
 func keyPair(t *testing.T, password string) (keyFile, pubFile string) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writeKey(t, k, sigstorePrivateKeyPEM, password)
+	return signtest.KeyPair(t, password)
 }
 
+// writeKey writes k as a cosign key pair in a PEM block of type pemType.
 func writeKey(t *testing.T, k *ecdsa.PrivateKey, pemType, password string) (keyFile, pubFile string) {
 	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := encrypted.Encrypt(der, []byte(password))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := cryptoutils.MarshalPublicKeyToPEM(k.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	keyFile, pubFile = filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.pub")
-	writeFile(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: pemType, Bytes: enc}))
-	writeFile(t, pubFile, pub)
-	return keyFile, pubFile
+	return signtest.WriteKey(t, k, pemType, password)
 }
 
 func writeFile(t *testing.T, path string, b []byte) {
