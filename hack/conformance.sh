@@ -392,8 +392,18 @@ run_node() {
 	if [ "$SUITE" = e2e_node ]; then
 		unmount_under "$root"
 		rm -rf "$root" "$logs"
+	elif [ "$node" = kubelet ] && [ -z "$kubelet_dir_before" ]; then
+		# The kubelet keeps its device-plugin socket under
+		# /var/lib/kubelet/device-plugins whatever its --root-dir: what it
+		# made there goes, so the node suite does not take it for a real
+		# node's state.
+		rm -f /var/lib/kubelet/device-plugins/kubelet.sock
+		rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet 2>/dev/null || true
 	fi
 }
+
+# Whether /var/lib/kubelet existed before the run (empty: it did not).
+kubelet_dir_before=$([ -e /var/lib/kubelet ] && echo yes || true)
 
 for n in $nodes; do
 	run_node "$n"
