@@ -136,9 +136,8 @@ func restartChangedSidecars(pod *v1.Pod, st *container.PodStatus, started contai
 			// Not started yet: what follows it has not run.
 			return
 		}
-		if s.Hash != "" && s.Hash != HashContainer(c) {
-			a.ContainersToKill[s.ID] = killInfo{name: c.Name, container: c, message: "Init container " + c.Name + " definition changed"}
-			a.SidecarsToRestart = append(a.SidecarsToRestart, c)
+		if sidecarChanged(c, s) {
+			a.restartChangedSidecar(c, s)
 		}
 	}
 }
@@ -211,11 +210,8 @@ func computePodActions(pod *v1.Pod, st *container.PodStatus, started container.S
 				a.ContainersToKill[s.ID] = killInfo{name: c.Name, container: c, message: "Container is in " + string(s.State) + " state, try killing it before restart"}
 			}
 			a.SidecarsToRestart = append(a.SidecarsToRestart, c)
-		case s != nil && s.Hash != "" && s.Hash != HashContainer(c):
-			// A running sidecar whose spec changed (a new image) is
-			// restarted with the new one, as the kubelet restarts it.
-			a.ContainersToKill[s.ID] = killInfo{name: c.Name, container: c, message: "Init container " + c.Name + " definition changed"}
-			a.SidecarsToRestart = append(a.SidecarsToRestart, c)
+		case s != nil && sidecarChanged(c, s):
+			a.restartChangedSidecar(c, s)
 		}
 	}
 	keep := 0
@@ -242,4 +238,17 @@ func computePodActions(pod *v1.Pod, st *container.PodStatus, started container.S
 		a.KillPod = true
 	}
 	return a
+}
+
+// sidecarChanged reports whether the running sidecar s no longer runs c's
+// spec (a new image).
+func sidecarChanged(c *v1.Container, s *container.ContainerStatus) bool {
+	return s.Hash != "" && s.Hash != HashContainer(c)
+}
+
+// restartChangedSidecar kills the sidecar s and starts c's spec in its
+// place, as the kubelet restarts a sidecar whose definition changed.
+func (a *podActions) restartChangedSidecar(c *v1.Container, s *container.ContainerStatus) {
+	a.ContainersToKill[s.ID] = killInfo{name: c.Name, container: c, message: "Init container " + c.Name + " definition changed"}
+	a.SidecarsToRestart = append(a.SidecarsToRestart, c)
 }
