@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +35,11 @@ type Plugin struct {
 	Errors []string
 	// Pending are the selected nodes that report no version of it yet.
 	Pending []string
+	// Waiting are the nodes that have seen a newer generation and wait for
+	// their turn in its rollout spread; LastTurn is the latest of their
+	// turns.
+	Waiting  []string
+	LastTurn time.Time
 	// SelectorError is why the selector could not be read, if it could not.
 	SelectorError string
 }
@@ -71,12 +77,19 @@ func Summarize(plugins []pluginsv1.WasmletPlugin, nodes []v1.Node, reports []plu
 			} else {
 				fp.Pending = append(fp.Pending, n.Name)
 			}
+			if ps.WaitingUntil != nil {
+				fp.Waiting = append(fp.Waiting, n.Name)
+				if ps.WaitingUntil.After(fp.LastTurn) {
+					fp.LastTurn = ps.WaitingUntil.Time
+				}
+			}
 			if reported && ps.Error != "" {
 				fp.Errors = append(fp.Errors, n.Name+": "+ps.Error)
 			}
 		}
 		sort.Strings(fp.Errors)
 		sort.Strings(fp.Pending)
+		sort.Strings(fp.Waiting)
 		out = append(out, fp)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -85,7 +98,7 @@ func Summarize(plugins []pluginsv1.WasmletPlugin, nodes []v1.Node, reports []plu
 
 // Print writes the summaries for a person: per plugin, the nodes selected,
 // how many enforce which digest, which report errors, which enforce
-// nothing yet, or that the selector matches no node.
+// nothing yet, which wait for their turn in the rollout, or that the selector matches no node.
 func Print(w io.Writer, fleet []Plugin) {
 	if len(fleet) == 0 {
 		fmt.Fprintln(w, "no WasmletPlugins")
@@ -115,6 +128,10 @@ func Print(w io.Writer, fleet []Plugin) {
 		}
 		if len(fp.Pending) > 0 {
 			fmt.Fprintf(w, "  %d node(s) enforce no version: %v\n", len(fp.Pending), fp.Pending)
+		}
+		if len(fp.Waiting) > 0 {
+			fmt.Fprintf(w, "  %d node(s) wait for their turn in the rollout spread, the last at %s\n",
+				len(fp.Waiting), fp.LastTurn.UTC().Format(time.RFC3339))
 		}
 		for _, e := range fp.Errors {
 			fmt.Fprintf(w, "  error on %s\n", e)

@@ -212,11 +212,31 @@ func TestFleet(t *testing.T) {
 	waitEntry("enforce", func(ps pluginsv1.PluginStatus) bool { return ps.Mode == abi.ModeEnforce && ps.Digest == d2 })
 	deniedWith(pod(false), "ImageNotAllowed")
 
+	// A rollout spread: a change waits for the node's turn (a day away at
+	// most), the previous version still enforced and the wait reported;
+	// the same change without the spread is taken up at once.
+	apply(wplugin("policy", v1ref, cfg+"  rollout:\n    spread: 24h\n"))
+	ps = waitEntry("the change waits for the node's turn", func(ps pluginsv1.PluginStatus) bool { return ps.WaitingUntil != nil })
+	if !ps.Enforced || ps.Digest != d2 || ps.ObservedGeneration != 4 {
+		t.Errorf("while the change waits: %+v, want v2 (%s) at generation 4 still enforced", ps, d2)
+	}
+	deniedWith(pod(false), "ImageNotAllowed")
+	if out, err := exec.Command(flags.Wasmlet, "fleet", "status", "--kubeconfig", filepath.Join(*clusterFlag, "admin.kubeconfig")).CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "1 node(s) wait for their turn in the rollout spread") {
+		t.Errorf("wasmlet fleet status while the change waits: %v\n%s", err, out)
+	}
+	apply(wplugin("policy", v1ref, cfg))
+	waitEntry("v1 taken up at once without the spread", func(ps pluginsv1.PluginStatus) bool {
+		return ps.Enforced && ps.Digest == d1 && ps.WaitingUntil == nil
+	})
+	apply(wplugin("policy", v2ref, cfg))
+	waitEntry("back to v2", func(ps pluginsv1.PluginStatus) bool { return ps.Enforced && ps.Digest == d2 })
+
 	// Verification the node cannot pass (v1 signed by nobody): the
 	// previous version stays enforced, the error is in the report.
 	key := "    - |\n      " + strings.ReplaceAll(strings.TrimSpace(publicKeyPEM(t)), "\n", "\n      ") + "\n"
 	apply(wplugin("policy", v1ref, cfg+"  verification:\n    keys:\n"+key))
-	ps = waitEntry("verification error reported", func(ps pluginsv1.PluginStatus) bool { return ps.Error != "" && ps.ObservedGeneration >= 5 })
+	ps = waitEntry("verification error reported", func(ps pluginsv1.PluginStatus) bool { return ps.Error != "" && ps.ObservedGeneration >= 8 })
 	if !ps.Enforced || ps.Digest != d2 || !strings.Contains(ps.Error, v1ref) {
 		t.Errorf("after a refused version: %+v, want v2 (%s) still enforced and the error naming %s", ps, d2, v1ref)
 	}
@@ -233,7 +253,7 @@ func TestFleet(t *testing.T) {
 	const refusal = `plugin "policy": config refused by the plugin: config allowed is not set`
 	apply(wplugin("policy", v2ref, noAllowed))
 	ps = waitEntry("config refusal reported", func(ps pluginsv1.PluginStatus) bool {
-		return strings.Contains(ps.Error, refusal) && ps.ObservedGeneration >= 6
+		return strings.Contains(ps.Error, refusal) && ps.ObservedGeneration >= 9
 	})
 	if !ps.Enforced || ps.Digest != d2 {
 		t.Errorf("after a refused config: %+v, want v2 (%s) still enforced", ps, d2)

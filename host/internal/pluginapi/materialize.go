@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -73,6 +74,18 @@ func render(p *pluginsv1.WasmletPlugin) (map[string][]byte, error) {
 	return files, nil
 }
 
+// differs reports whether any of files is not in the managed directory
+// with that content.
+func (f *Follower) differs(files map[string][]byte) bool {
+	for name, b := range files {
+		old, err := os.ReadFile(filepath.Join(f.cfg.Dir, name))
+		if err != nil || !bytes.Equal(old, b) {
+			return true
+		}
+	}
+	return false
+}
+
 // generationRE finds the generation in a written manifest's first line.
 var generationRE = regexp.MustCompile(`^# Written by wasmlet from WasmletPlugin \S+ \(generation (\d+)\)`)
 
@@ -93,37 +106,66 @@ func generation(dir, name string) int64 {
 
 // materialize writes the manifests of the plugins that select the node
 // (l its labels) and removes every other file of the directory; a plugin
-// refused here (a selector or spec the node cannot use) keeps the files it
-// had. It reports whether the directory changed.
+// refused here (a selector or spec the node cannot use), and one whose
+// change waits for the node's turn in its rollout spread, keeps the files
+// it had. It reports whether the directory changed.
 func (f *Follower) materialize(plugins []pluginsv1.WasmletPlugin, l map[string]string) bool {
 	want := map[string][]byte{}
 	keep := map[string]bool{}
 	refused := map[string]string{}
+	waiting := map[string]time.Time{}
+	now := f.cfg.Now()
 	for i := range plugins {
 		p := &plugins[i]
-		files, err := func() (map[string][]byte, error) {
+		files, spread, err := func() (map[string][]byte, time.Duration, error) {
 			ok, err := Selects(p, l)
 			if err != nil || !ok {
-				return nil, err
+				return nil, 0, err
 			}
-			return render(p)
+			spread, err := spreadOf(p)
+			if err != nil {
+				return nil, 0, err
+			}
+			files, err := render(p)
+			return files, spread, err
 		}()
 		if err != nil {
 			refused[p.Name] = err.Error()
 			keep[p.Name+abi.ManifestSuffix], keep[p.Name+trustedRootSuffix] = true, true
 			continue
 		}
+		if files != nil && f.differs(files) {
+			if due, ok := f.turn(p, spread, now); !ok {
+				// Not this node's turn yet: what it enforces stays.
+				waiting[p.Name] = due
+				keep[p.Name+abi.ManifestSuffix], keep[p.Name+trustedRootSuffix] = true, true
+				continue
+			}
+		}
 		for name, b := range files {
 			want[name] = b
 		}
 	}
+	for name := range f.pending {
+		if _, ok := waiting[name]; !ok {
+			delete(f.pending, name)
+		}
+	}
+	f.looked = true
+	f.wakeAt(waiting)
 	f.mu.Lock()
 	for name, why := range refused {
 		if f.refused[name] != why {
 			f.cfg.Logger.Error("WasmletPlugin refused on this node; its previous manifest (if any) stays", "wasmletplugin", name, "error", why)
 		}
 	}
-	f.refused = refused
+	for name, due := range waiting {
+		if !f.waiting[name].Equal(due) {
+			f.cfg.Logger.Info("WasmletPlugin change waits for this node's turn in its rollout spread; the previous manifest (if any) stays",
+				"wasmletplugin", name, "until", due.Format(time.RFC3339))
+		}
+	}
+	f.refused, f.waiting = refused, waiting
 	f.mu.Unlock()
 	changed := false
 	// Trusted roots before manifests (file names sort them so), so a

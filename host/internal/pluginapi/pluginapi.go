@@ -75,8 +75,16 @@ type Follower struct {
 	informer cache.SharedIndexInformer
 	kick     chan struct{}
 
+	// Run's own: the first directory pass is done; changes not taken up
+	// yet by when they were first seen; the timer that wakes Run for the
+	// next turn.
+	looked  bool
+	pending map[string]time.Time
+	wake    *time.Timer
+
 	mu       sync.Mutex
-	refused  map[string]string // WasmletPlugin name → why it was not written
+	refused  map[string]string    // WasmletPlugin name → why it was not written
+	waiting  map[string]time.Time // WasmletPlugin name → when its change is taken up
 	sent     *pluginsv1.WasmletNodeStatus
 	exists   bool // the WasmletNode exists (created or seen)
 	lastSent time.Time
@@ -103,7 +111,7 @@ func New(cfg Config) (*Follower, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("plugin api: %w", err)
 	}
-	f := &Follower{cfg: cfg, kick: make(chan struct{}, 1), refused: map[string]string{}}
+	f := &Follower{cfg: cfg, kick: make(chan struct{}, 1), refused: map[string]string{}, pending: map[string]time.Time{}}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(cfg.Client, 0)
 	f.informer = factory.ForResource(pluginsv1.WasmletPlugins).Informer()
 	_, err := f.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -141,8 +149,20 @@ func (f *Follower) Kick() {
 // to date until ctx is done.
 func (f *Follower) Run(ctx context.Context) error {
 	go f.informer.Run(ctx.Done())
+	go func() {
+		// The events of the first list arrive before the informer counts
+		// as synced; look again the moment it does, not at the recheck.
+		if cache.WaitForCacheSync(ctx.Done(), f.informer.HasSynced) {
+			f.Kick()
+		}
+	}()
 	tick := time.NewTicker(f.cfg.Recheck)
 	defer tick.Stop()
+	defer func() {
+		if f.wake != nil {
+			f.wake.Stop()
+		}
+	}()
 	for {
 		f.sync(ctx)
 		select {

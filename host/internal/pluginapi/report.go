@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +25,10 @@ func (f *Follower) Status() pluginsv1.WasmletNodeStatus {
 	refused := make(map[string]string, len(f.refused))
 	for k, v := range f.refused {
 		refused[k] = v
+	}
+	waiting := make(map[string]time.Time, len(f.waiting))
+	for k, v := range f.waiting {
+		waiting[k] = v
 	}
 	f.mu.Unlock()
 	dir := filepath.Clean(f.cfg.Dir)
@@ -45,6 +50,10 @@ func (f *Follower) Status() pluginsv1.WasmletNodeStatus {
 				ps.Error = why
 				delete(refused, ps.Name)
 			}
+			if due, ok := waiting[ps.Name]; ok {
+				ps.WaitingUntil = waitingUntil(due)
+				delete(waiting, ps.Name)
+			}
 		}
 		if ps.Enforced {
 			st.Enforced++
@@ -54,6 +63,10 @@ func (f *Follower) Status() pluginsv1.WasmletNodeStatus {
 	for name, why := range refused {
 		st.Plugins = append(st.Plugins, pluginsv1.PluginStatus{Name: name, Source: pluginsv1.SourceAPI, Error: why})
 	}
+	for name, due := range waiting {
+		// A plugin new to the node, waiting for its turn.
+		st.Plugins = append(st.Plugins, pluginsv1.PluginStatus{Name: name, Source: pluginsv1.SourceAPI, WaitingUntil: waitingUntil(due)})
+	}
 	sort.Slice(st.Plugins, func(i, j int) bool {
 		a, b := st.Plugins[i], st.Plugins[j]
 		if a.Name != b.Name {
@@ -62,6 +75,13 @@ func (f *Follower) Status() pluginsv1.WasmletNodeStatus {
 		return a.Source > b.Source // directory before api
 	})
 	return st
+}
+
+// waitingUntil is a turn's time as the report carries it: rounded up to
+// the second, as the API server stores whole seconds.
+func waitingUntil(t time.Time) *metav1.Time {
+	m := metav1.NewTime(t.Add(time.Second - 1).Truncate(time.Second))
+	return &m
 }
 
 // report writes the node's WasmletNode when its status differs from what

@@ -46,6 +46,10 @@ func (s *WasmletPluginSpec) DeepCopyInto(out *WasmletPluginSpec) {
 	out.Permissions.Adjust = slices.Clone(s.Permissions.Adjust)
 	out.Permissions.HostPaths = slices.Clone(s.Permissions.HostPaths)
 	out.NodeSelector = s.NodeSelector.DeepCopy()
+	if s.Rollout != nil {
+		r := *s.Rollout
+		out.Rollout = &r
+	}
 }
 
 // DeepCopyInto copies l into out.
@@ -72,6 +76,9 @@ func (n *WasmletNode) DeepCopyInto(out *WasmletNode) {
 	*out = *n
 	n.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	out.Status.Plugins = slices.Clone(n.Status.Plugins)
+	for i := range out.Status.Plugins {
+		out.Status.Plugins[i].WaitingUntil = out.Status.Plugins[i].WaitingUntil.DeepCopy()
+	}
 	out.Status.UpdateTime = n.Status.UpdateTime.DeepCopy()
 }
 

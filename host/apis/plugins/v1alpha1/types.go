@@ -61,6 +61,19 @@ type WasmletPluginSpec struct {
 	Permissions abi.Permissions `json:"permissions,omitempty"`
 	// NodeSelector picks the nodes by label; empty selects every node.
 	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
+	// Rollout says how the fleet takes up a change; nil takes it up at once.
+	Rollout *Rollout `json:"rollout,omitempty"`
+}
+
+// Rollout paces a WasmletPlugin's changes across the fleet.
+type Rollout struct {
+	// Spread is the window a change is taken up in: each node that is
+	// already running when the plugin appears or changes takes the change
+	// up after a delay within the window, fixed for the node and the
+	// plugin (a hash of both names), so the fleet pulls and compiles a new
+	// version a few nodes at a time rather than all at once. A node that
+	// starts meanwhile, and every removal, takes effect at once.
+	Spread metav1.Duration `json:"spread,omitempty"`
 }
 
 // Verification is abi.Verification with every file inline: keys as PEM
@@ -137,6 +150,10 @@ type PluginStatus struct {
 	// ObservedGeneration is the WasmletPlugin's generation this entry
 	// follows (source api).
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// WaitingUntil is when the node takes up a newer generation of the
+	// WasmletPlugin it has seen, waiting for its place in the plugin's
+	// rollout spread (source api); unset when nothing waits.
+	WaitingUntil *metav1.Time `json:"waitingUntil,omitempty"`
 }
 
 // WasmletNodeList is a list of WasmletNodes.
