@@ -18,6 +18,7 @@
 #   IDLE=120s          the idle window
 #   START_RATE=5       agents started per second
 #   CREATE_RATE=20     pods created per second
+#   SPREAD=NODES*3s    the WasmletPlugin's rollout spread
 #   WASMLET_ARGS=...   extra wasmlet run arguments
 #   KEEP_BASE=1        keep the state directory (agents' logs, audit log)
 # The control plane's ports: APISERVER_PORT 28443, ETCD_PORT 25790,
@@ -106,6 +107,11 @@ out=$(HOME=$base/push DOCKER_CONFIG=$base/push bin/wasmlet plugin push --registr
   --registry-ca "$REGISTRY_CA" "$base/push" "$ref")
 digest=$(grep -o 'sha256:[0-9a-f]\{64\}' <<<"$out" | head -n1)
 [ -n "$digest" ] || { log "wasmlet plugin push printed no digest: $out"; exit 1; }
+# The rollout's spread: every agent here compiles the plugin on the same
+# two cores (about 3 CPU-seconds each), so by default the fleet takes it
+# up over 3 s per node, about one compile at a time; SPREAD=0s rolls out to
+# every node at once.
+spread=${SPREAD:-$(( ${NODES:-100} * 3 ))s}
 cat >"$base/wasmletplugin.yaml" <<YAML
 apiVersion: wasmlet.dev/v1alpha1
 kind: WasmletPlugin
@@ -122,6 +128,8 @@ spec:
   nodeSelector:
     matchLabels:
       bench.wasmlet.dev/fleet: wasmlet
+  rollout:
+    spread: $spread
 YAML
 
 log "fleets: ${FLEETS:-wasmlet,kubemark}, ${NODES:-100} nodes each, ${PODS_PER_NODE:-5} pods per node"
@@ -130,6 +138,6 @@ log "fleets: ${FLEETS:-wasmlet,kubemark}, ${NODES:-100} nodes each, ${PODS_PER_N
   -fleets "${FLEETS:-wasmlet,kubemark}" -nodes "${NODES:-100}" -pods-per-node "${PODS_PER_NODE:-5}" \
   -rounds "${ROUNDS:-1}" -idle "${IDLE:-120s}" -start-rate "${START_RATE:-5}" -create-rate "${CREATE_RATE:-20}" \
   -port-base "${PORT_BASE:-31000}" -wasmlet-args "${WASMLET_ARGS:-}" \
-  -plugin "$base/wasmletplugin.yaml" -plugin-name no-privileged -plugin-digest "$digest" \
+  -plugin "$base/wasmletplugin.yaml" -rollout-spread "$spread" -plugin-name no-privileged -plugin-digest "$digest" \
   -registry-config "$REGISTRY_CONFIG" -registry-ca "$REGISTRY_CA" -registry-log "$base/registry/registry.log" \
   -out "$repo/build/bench-fleet"

@@ -60,8 +60,12 @@ type Config struct {
 	LeaseLate, LeaseMissed time.Duration
 	// PortBase is the first of the nodes' ports (two per node).
 	PortBase int
-	// RolloutTimeout is how long the rollout may take to reach every node.
+	// RolloutTimeout is how long the rollout may take to reach every node
+	// beyond its spread.
 	RolloutTimeout time.Duration
+	// RolloutSpread is the WasmletPlugin's spec.rollout.spread (the
+	// manifest's; here for the table and the timeout).
+	RolloutSpread time.Duration
 	// Plugin is a WasmletPlugin manifest applied to the wasmlet fleet;
 	// PluginName and PluginDigest what every node must report enforced.
 	Plugin, PluginName, PluginDigest string
@@ -97,7 +101,8 @@ func main() {
 	flag.DurationVar(&cfg.LeaseLate, "lease-late", 11*time.Second, "a lease renewal this long after the last counts late (10 s, its jitter, a request's latency)")
 	flag.DurationVar(&cfg.LeaseMissed, "lease-missed", 40*time.Second, "a lease renewal this long after the last counts missed (the node monitor grace period)")
 	flag.IntVar(&cfg.PortBase, "port-base", 31000, "the first node port (kubelet API; wasmlet's healthz the next)")
-	flag.DurationVar(&cfg.RolloutTimeout, "rollout-timeout", 10*time.Minute, "how long the plugin rollout may take to reach every node")
+	flag.DurationVar(&cfg.RolloutTimeout, "rollout-timeout", 10*time.Minute, "how long the plugin rollout may take to reach every node, beyond its spread")
+	flag.DurationVar(&cfg.RolloutSpread, "rollout-spread", 0, "the WasmletPlugin's spec.rollout.spread, as the manifest says it")
 	flag.StringVar(&cfg.Plugin, "plugin", "", "a WasmletPlugin manifest to roll out to the wasmlet fleet")
 	flag.StringVar(&cfg.PluginName, "plugin-name", "", "the plugin's name")
 	flag.StringVar(&cfg.PluginDigest, "plugin-digest", "", "the digest every node must enforce")

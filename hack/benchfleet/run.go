@@ -399,7 +399,7 @@ func (b *bench) rollout(ctx context.Context, f *Fleet, r *Result) error {
 		return err
 	}
 	names := f.Names()
-	err = poll(ctx, cfg.RolloutTimeout, func() (bool, string) {
+	err = poll(ctx, cfg.RolloutSpread+cfg.RolloutTimeout, func() (bool, string) {
 		l, err := dyn.Resource(pluginsv1.WasmletNodes).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()

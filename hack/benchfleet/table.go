@@ -71,7 +71,7 @@ func printTable(w io.Writer, cfg *Config, results []*Result) {
 			r.LeasesPods.Late, r.LeasesPods.Missed, r.LeasesRollout.Late, r.LeasesRollout.Missed)
 	})
 	add("nodes NotReady after Ready", func(r *Result) string { return fmt.Sprint(r.NotReady) })
-	add("plugin rollout: apply to enforced on all", func(r *Result) string {
+	add(fmt.Sprintf("plugin rollout (spread %s): apply to enforced on all", cfg.RolloutSpread), func(r *Result) string {
 		switch {
 		case r.Rollout == 0:
 			return "-"
