@@ -35,44 +35,25 @@ cleanup() {
 trap cleanup EXIT
 
 make build plugins >/dev/null
-cosign=$(hack/cosign/build.sh)
-hack/registry/up.sh "$work/registry" >/dev/null
-# shellcheck disable=SC1091
-. "$work/registry/env"
+# shellcheck source=lib/signed-plugins.sh
+. hack/lib/signed-plugins.sh
+# The registry, the signing key and the node policy; the two plugins pushed
+# and signed.
+signed_registry "$work"
 plugins=(no-privileged image-allowlist)
 
 figure() { echo "FIGURE $1 $2 $3"; }
 
-# The signing key, and the two plugins pushed and signed.
-COSIGN_PASSWORD=figures HOME=$work "$cosign" generate-key-pair --output-key-prefix "$work/cosign" >/dev/null 2>&1
 mkdir -p "$work/dir" "$work/remote" "$work/manifests"
 cp examples/manifests/hello.yaml "$work/manifests/"
-cat >"$work/policy.yaml" <<EOF
-apiVersion: wasmlet.dev/v1alpha1
-kind: PluginVerificationPolicy
-requireSignature: true
-verification:
-  keys: [$work/cosign.pub]
-EOF
 for p in "${plugins[@]}"; do
   cp "build/plugins/$p.wasm" "build/plugins/$p.plugin.yaml" "$work/dir/"
   src=$work/src-$p
   mkdir -p "$src"
   cp "build/plugins/$p.wasm" "build/plugins/$p.plugin.yaml" "$src/"
   ref=$REGISTRY/figures/$p:1
-  digest=$(bin/wasmlet plugin push --registry-config "$REGISTRY_CONFIG" --registry-ca "$REGISTRY_CA" "$src" "$ref" | sed -n 's/.*@\(sha256:[0-9a-f]*\).*/\1/p')
-  COSIGN_PASSWORD=figures HOME=$work bin/wasmlet plugin sign --key "$work/cosign.key" \
-    --registry-config "$REGISTRY_CONFIG" --registry-ca "$REGISTRY_CA" "$REGISTRY/figures/$p@$digest" >/dev/null
-  # The reference manifest: the node's settings of the directory's
-  # manifest, and its permissions as the grant.
-  python3 - "build/plugins/$p.plugin.yaml" "$ref" >"$work/remote/$p.plugin.yaml" <<'PY'
-import sys, yaml
-m = yaml.safe_load(open(sys.argv[1]))
-for k in ("abi", "kinds", "version", "sha256", "wasm"):
-    m.pop(k, None)
-m["image"] = sys.argv[2]
-print(yaml.safe_dump(m))
-PY
+  push_signed bin/wasmlet "$work" "$src" "$ref" >/dev/null
+  reference_manifest "build/plugins/$p.plugin.yaml" "$ref" >"$work/remote/$p.plugin.yaml"
 done
 
 # start LABEL STATE PLUGINS [FLAGS...]: runs the agent; sets $agent, $t0.

@@ -27,33 +27,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cosign=$(hack/cosign/build.sh)
-hack/registry/up.sh "$work/registry" >/dev/null
-# shellcheck disable=SC1091
-. "$work/registry/env"
+# shellcheck source=lib/signed-plugins.sh
+. hack/lib/signed-plugins.sh
+signed_registry "$work"
 p=no-privileged
-COSIGN_PASSWORD=figures HOME=$work "$cosign" generate-key-pair --output-key-prefix "$work/cosign" >/dev/null 2>&1
-cat >"$work/policy.yaml" <<YAML
-apiVersion: wasmlet.dev/v1alpha1
-kind: PluginVerificationPolicy
-requireSignature: true
-verification:
-  keys: [$work/cosign.pub]
-YAML
 mkdir -p "$work/src" "$work/remote" "$work/manifests" "$work/root" "$work/pods"
 cp "$plugins/$p.wasm" "$plugins/$p.plugin.yaml" "$work/src/"
 ref=$REGISTRY/fleet/$p:1
-digest=$("$wasmlet" plugin push --registry-config "$REGISTRY_CONFIG" --registry-ca "$REGISTRY_CA" "$work/src" "$ref" | sed -n 's/.*@\(sha256:[0-9a-f]*\).*/\1/p')
-COSIGN_PASSWORD=figures HOME=$work "$wasmlet" plugin sign --key "$work/cosign.key" \
-  --registry-config "$REGISTRY_CONFIG" --registry-ca "$REGISTRY_CA" "$REGISTRY/fleet/$p@$digest" >/dev/null
-python3 - "$plugins/$p.plugin.yaml" "$ref" >"$work/remote/$p.plugin.yaml" <<'PY'
-import sys, yaml
-m = yaml.safe_load(open(sys.argv[1]))
-for k in ("abi", "kinds", "version", "sha256", "wasm"):
-    m.pop(k, None)
-m["image"] = sys.argv[2]
-print(yaml.safe_dump(m))
-PY
+digest=$(push_signed "$wasmlet" "$work" "$work/src" "$ref")
+reference_manifest "$plugins/$p.plugin.yaml" "$ref" >"$work/remote/$p.plugin.yaml"
 
 log=$work/registry/registry.log
 mark=$(wc -l <"$log")
