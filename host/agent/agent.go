@@ -301,7 +301,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.probes.Stop()
 
 	a.log.Info("agent started", "node", a.cfg.NodeName, "runtime", a.rt.Name()+" "+a.rt.Version(), "endpoint", endpoint, "static_pod_path", a.cfg.StaticPodPath)
-	a.trimResidency()
+	spawn("residency", func(ctx context.Context) error {
+		residency.Keep(ctx, residency.DefaultPeriod, a.reportResidency)
+		return nil
+	})
 	loopErr := make(chan error, 1)
 	go func() { loopErr <- a.loop.Run(ctx) }()
 	select {
@@ -647,14 +650,18 @@ func (a *Agent) Pods() []v1.Pod {
 	return out
 }
 
-// trimResidency keeps the agent's resident set to the pages of its binary
-// it touches from now on (package residency); a failure is logged, and the
-// agent runs on as it was.
-func (a *Agent) trimResidency() {
-	res, err := residency.Trim()
-	if err != nil {
-		a.log.Info("binary mappings left as they are", "error", err)
-		return
+// reportResidency logs a pass of residency.Keep, which keeps the agent's
+// resident set to the pages of its binary it touched lately: the first
+// pass and failures at info, the later ones at debug; a failure leaves the
+// mappings as they were and the agent runs on.
+func (a *Agent) reportResidency(pass int, res residency.Result, err error) {
+	switch {
+	case err != nil:
+		a.log.Info("binary mappings left as they are", "pass", pass, "error", err)
+	case pass == 1:
+		a.log.Info("binary mapped lazily from now on, trimmed again every "+residency.DefaultPeriod.String(),
+			"mappings", res.Mappings, "resident_before_bytes", res.Before, "resident_after_bytes", res.After)
+	default:
+		a.log.Debug("binary pages trimmed", "pass", pass, "resident_before_bytes", res.Before, "resident_after_bytes", res.After)
 	}
-	a.log.Info("binary mapped lazily from now on", "mappings", res.Mappings, "resident_before_bytes", res.Before, "resident_after_bytes", res.After)
 }

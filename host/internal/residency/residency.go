@@ -6,9 +6,12 @@
 // places scattered over an 80 MB binary shows most of it as resident.
 // Trim, called once the agent has started (its start-up code has run, and
 // the kernel's read-ahead has read what it needed), advises random access
-// for the binary's read-only mappings, which turns fault-around and
-// read-ahead off for them, and drops their page-table entries, so from
-// then on a page of the binary is resident only once it is touched again.
+// for the binary's read-only mappings, which turns read-ahead (and, on
+// kernels that honour the advice there, fault-around) off for them, and
+// drops their page-table entries, so from then on a page of the binary is
+// resident only once it is touched again. Keep repeats it every period, so
+// what stays resident is what the agent touched in the last period, not
+// every page any rare path (a pod's first start, an error) ever touched.
 //
 // The page cache is not changed: the binary's pages stay cached, shared
 // with any other process that maps them, and are read from it again on the
@@ -20,12 +23,44 @@ package residency
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
+
+// DefaultPeriod is how often Keep trims again: long beside the agent's own
+// periods (10 s and shorter), so the pages of its steady work come back
+// once a minute with a minor fault each.
+const DefaultPeriod = time.Minute
+
+// Keep trims at once and then every period until ctx is done (only once
+// when period is not positive); report receives each pass's result or
+// error, numbered from 1.
+func Keep(ctx context.Context, period time.Duration, report func(pass int, res Result, err error)) {
+	res, err := Trim()
+	report(1, res, err)
+	if period <= 0 {
+		return
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for pass := 2; ; pass++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		res, err := Trim()
+		report(pass, res, err)
+	}
+}
 
 // Mapping is one file mapping of the binary, as /proc/self/smaps shows it.
 type Mapping struct {

@@ -1,9 +1,11 @@
 package residency
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTrim trims this test binary: its read-only mappings get the
@@ -80,4 +82,38 @@ func inodeOf(f []string) uint64 {
 		n = n*10 + uint64(c-'0')
 	}
 	return n
+}
+
+// TestKeep: a pass at once and one each period until the context ends;
+// with no period, the one pass only.
+func TestKeep(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	passes := make(chan int, 10)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Keep(ctx, time.Millisecond, func(pass int, res Result, err error) {
+			if err != nil || res.Mappings == 0 {
+				t.Errorf("pass %d: %+v, %v", pass, res, err)
+			}
+			passes <- pass
+			if pass == 3 {
+				cancel()
+			}
+		})
+	}()
+	<-done
+	close(passes)
+	var got []int
+	for p := range passes {
+		got = append(got, p)
+	}
+	if len(got) != 3 || got[0] != 1 || got[2] != 3 {
+		t.Fatalf("passes %v, want [1 2 3] and none after the context ended", got)
+	}
+	n := 0
+	Keep(context.Background(), 0, func(pass int, _ Result, _ error) { n++ })
+	if n != 1 {
+		t.Fatalf("no period: %d passes, want 1", n)
+	}
 }
