@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -414,4 +415,23 @@ func pollAgain(t *testing.T, code <-chan int, logs *syncbuf.Buffer, deadline tim
 		t.Fatalf("%s\nlogs:\n%s", what(), logs.String())
 	}
 	time.Sleep(50 * time.Millisecond)
+}
+
+// TestSetGCPercent: without GOGC the agent collects at DefaultGCPercent;
+// a GOGC the operator set is left to the runtime, which applied it.
+func TestSetGCPercent(t *testing.T) {
+	was := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(was)
+	if got := setGCPercent(""); got != "50" {
+		t.Fatalf("no GOGC: setting %q, want 50", got)
+	}
+	if now := debug.SetGCPercent(100); now != DefaultGCPercent {
+		t.Fatalf("no GOGC: GC percent %d, want %d", now, DefaultGCPercent)
+	}
+	if got := setGCPercent("200"); got != "200" {
+		t.Fatalf("GOGC=200: setting %q", got)
+	}
+	if now := debug.SetGCPercent(100); now != 100 {
+		t.Fatalf("GOGC=200: the agent changed the GC percent to %d", now)
+	}
 }
