@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -261,8 +262,7 @@ func (b *bench) pods(ctx context.Context, f *Fleet, obs *Observer, audit *Audit,
 		return fmt.Errorf("pods: %v", err)
 	}
 	logf("%s: deleting the pods", kind)
-	if err := b.client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{},
-		metav1.ListOptions{LabelSelector: runLabel + "=" + run}); err != nil {
+	if err := b.deletePods(ctx, sent); err != nil {
 		return fmt.Errorf("delete pods: %v", err)
 	}
 	if err := poll(ctx, 5*time.Minute, func() (bool, string) {
@@ -362,6 +362,34 @@ func (b *bench) createPods(ctx context.Context, run, kind string, n int) (map[st
 	wg.Wait()
 	close(errs)
 	return sent, <-errs
+}
+
+// deletePods deletes the pods by name at CreateRate (four at a time at
+// most), as they were created: one DeleteCollection of a fleet's pods is a
+// single request that a loaded API server cuts at its 60 s limit.
+func (b *bench) deletePods(ctx context.Context, pods map[string]time.Time) error {
+	lim := rate.NewLimiter(rate.Limit(b.cfg.CreateRate), 1)
+	errs := make(chan error, len(pods))
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for name := range pods {
+		if err := lim.Wait(ctx); err != nil {
+			return err
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			err := b.client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs <- fmt.Errorf("pod %s: %w", name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 // benchPod is pod i of a run: the tiny image, on the fleet's nodes,
