@@ -333,46 +333,48 @@ const runLabel = "bench.wasmlet.dev/run"
 // createPods creates n pods at CreateRate (four at a time at most) and
 // returns when each create was sent, by name.
 func (b *bench) createPods(ctx context.Context, run, kind string, n int) (map[string]time.Time, error) {
-	lim := rate.NewLimiter(rate.Limit(b.cfg.CreateRate), 1)
 	var mu sync.Mutex
 	sent := map[string]time.Time{}
-	errs := make(chan error, n)
-	sem := make(chan struct{}, 4)
-	var wg sync.WaitGroup
-	for i := range n {
-		if err := lim.Wait(ctx); err != nil {
-			return sent, err
-		}
+	err := b.paced(ctx, n, func(i int) error {
 		p := benchPod(run, kind, i)
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			t := time.Now()
-			if _, err := b.client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
-				errs <- fmt.Errorf("pod %s: %w", p.Name, err)
-				return
-			}
-			mu.Lock()
-			sent[p.Name] = t
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	return sent, <-errs
+		t := time.Now()
+		if _, err := b.client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("pod %s: %w", p.Name, err)
+		}
+		mu.Lock()
+		sent[p.Name] = t
+		mu.Unlock()
+		return nil
+	})
+	return sent, err
 }
 
 // deletePods deletes the pods by name at CreateRate (four at a time at
 // most), as they were created: one DeleteCollection of a fleet's pods is a
 // single request that a loaded API server cuts at its 60 s limit.
 func (b *bench) deletePods(ctx context.Context, pods map[string]time.Time) error {
+	names := make([]string, 0, len(pods))
+	for name := range pods {
+		names = append(names, name)
+	}
+	return b.paced(ctx, len(names), func(i int) error {
+		err := b.client.CoreV1().Pods("default").Delete(ctx, names[i], metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod %s: %w", names[i], err)
+		}
+		return nil
+	})
+}
+
+// paced calls do for 0..n-1 at CreateRate, four at a time at most, and
+// returns the first error once every call started has returned.
+func (b *bench) paced(ctx context.Context, n int, do func(i int) error) error {
 	lim := rate.NewLimiter(rate.Limit(b.cfg.CreateRate), 1)
-	errs := make(chan error, len(pods))
+	errs := make(chan error, n)
 	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
-	for name := range pods {
+	defer wg.Wait()
+	for i := range n {
 		if err := lim.Wait(ctx); err != nil {
 			return err
 		}
@@ -381,9 +383,8 @@ func (b *bench) deletePods(ctx context.Context, pods map[string]time.Time) error
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			err := b.client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				errs <- fmt.Errorf("pod %s: %w", name, err)
+			if err := do(i); err != nil {
+				errs <- err
 			}
 		}()
 	}

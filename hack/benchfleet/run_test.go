@@ -1,8 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestCountRegistryRequests(t *testing.T) {
@@ -58,5 +66,43 @@ func TestBenchPod(t *testing.T) {
 	tsc := p.Spec.TopologySpreadConstraints
 	if len(tsc) != 1 || tsc[0].TopologyKey != "kubernetes.io/hostname" || tsc[0].LabelSelector.MatchLabels[runLabel] != "wasmlet-r1" {
 		t.Errorf("topology spread %+v", tsc)
+	}
+}
+
+// TestCreateDeletePods: the pods are created and deleted one by one
+// through the API, each create's time recorded; a pod already gone is no
+// error, a refused delete is, naming the pod.
+func TestCreateDeletePods(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	b := &bench{cfg: &Config{CreateRate: 1000}, client: client}
+	ctx := context.Background()
+	sent, err := b.createPods(ctx, "wasmlet-r1", KindWasmlet, 12)
+	if err != nil || len(sent) != 12 {
+		t.Fatalf("createPods: %d sent, %v", len(sent), err)
+	}
+	l, _ := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if len(l.Items) != 12 {
+		t.Fatalf("%d pods in the API, want 12", len(l.Items))
+	}
+	for _, p := range l.Items {
+		if _, ok := sent[p.Name]; !ok {
+			t.Errorf("pod %s has no create time", p.Name)
+		}
+	}
+	// One pod gone already: not an error.
+	if err := client.CoreV1().Pods("default").Delete(ctx, l.Items[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.deletePods(ctx, sent); err != nil {
+		t.Fatalf("deletePods: %v", err)
+	}
+	if l, _ := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Fatalf("%d pods left", len(l.Items))
+	}
+	client.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("refused")
+	})
+	if err := b.deletePods(ctx, map[string]time.Time{"p-1": {}}); err == nil || !strings.Contains(err.Error(), "pod p-1: refused") {
+		t.Fatalf("a refused delete: %v", err)
 	}
 }
