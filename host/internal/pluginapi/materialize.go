@@ -134,8 +134,11 @@ func (f *Follower) materialize(plugins []pluginsv1.WasmletPlugin, l map[string]s
 			keep[p.Name+abi.ManifestSuffix], keep[p.Name+trustedRootSuffix] = true, true
 			continue
 		}
-		if files != nil && f.differs(files) {
-			if due, ok := f.turn(p, spread, now); !ok {
+		// A spread paces only a change seen while running: not the first
+		// pass after start, and never a plugin whose files are on disk
+		// already (read here only when a spread asks).
+		if files != nil && spread > 0 && f.looked && f.differs(files) {
+			if due, ok := f.turn(p.Name, spread, now); !ok {
 				// Not this node's turn yet: what it enforces stays.
 				waiting[p.Name] = due
 				keep[p.Name+abi.ManifestSuffix], keep[p.Name+trustedRootSuffix] = true, true

@@ -36,23 +36,19 @@ func spreadOf(p *pluginsv1.WasmletPlugin) (time.Duration, error) {
 	return d, nil
 }
 
-// turn decides whether a change of p the node has not taken up yet is
-// due now: at once at the follower's first look (the node just started)
-// or without a spread, else once the node's delay has passed since it
-// first saw a change still pending (a change made while one waits keeps
-// the first one's start, so a plugin changed often still lands). It
-// returns the time it waits for when not due. The caller holds no lock;
-// pending is the follower's own.
-func (f *Follower) turn(p *pluginsv1.WasmletPlugin, spread time.Duration, now time.Time) (time.Time, bool) {
-	if !f.looked || spread <= 0 {
-		return time.Time{}, true
-	}
-	since, ok := f.pending[p.Name]
+// turn decides whether a change of the plugin named name, which the node
+// has not taken up yet, is due now under spread: once the node's delay has
+// passed since it first saw a change still pending (a change made while
+// one waits keeps the first one's start, so a plugin changed often still
+// lands). It returns the time it waits for when not due. pending is Run's
+// own; no lock is held.
+func (f *Follower) turn(name string, spread time.Duration, now time.Time) (time.Time, bool) {
+	since, ok := f.pending[name]
 	if !ok {
 		since = now
-		f.pending[p.Name] = now
+		f.pending[name] = now
 	}
-	due := since.Add(Delay(f.cfg.NodeName, p.Name, spread))
+	due := since.Add(Delay(f.cfg.NodeName, name, spread))
 	if now.Before(due) {
 		return due, false
 	}
