@@ -373,9 +373,9 @@ func (b *bench) paced(ctx context.Context, n int, do func(i int) error) error {
 	errs := make(chan error, n)
 	sem := make(chan struct{}, 4)
 	var wg sync.WaitGroup
-	defer wg.Wait()
 	for i := range n {
 		if err := lim.Wait(ctx); err != nil {
+			wg.Wait()
 			return err
 		}
 		sem <- struct{}{}
