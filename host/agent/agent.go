@@ -652,12 +652,12 @@ func (a *Agent) Pods() []v1.Pod {
 
 // reportResidency logs a pass of residency.Keep, which keeps the agent's
 // resident set to the pages of its binary it touched lately: the first
-// pass and failures at info, the later ones at debug; a failure leaves the
-// mappings as they were and the agent runs on.
+// pass and a failure (which ends the passes) at info, the later ones at
+// debug; a failure leaves the mappings as they were and the agent runs on.
 func (a *Agent) reportResidency(pass int, res residency.Result, err error) {
 	switch {
 	case err != nil:
-		a.log.Info("binary mappings left as they are", "pass", pass, "error", err)
+		a.log.Info("binary mappings left as they are from now on", "pass", pass, "error", err)
 	case pass == 1:
 		a.log.Info("binary mapped lazily from now on, trimmed again every "+residency.DefaultPeriod.String(),
 			"mappings", res.Mappings, "resident_before_bytes", res.Before, "resident_after_bytes", res.After)

@@ -39,11 +39,18 @@ const DefaultPeriod = time.Minute
 
 // Keep trims at once and then every period until ctx is done (only once
 // when period is not positive); report receives each pass's result or
-// error, numbered from 1.
+// error, numbered from 1. A pass that fails ends it: what fails once (no
+// such platform, an advice the kernel refuses) fails every time, and the
+// mappings stay as they were.
 func Keep(ctx context.Context, period time.Duration, report func(pass int, res Result, err error)) {
-	res, err := Trim()
+	keep(ctx, period, Trim, report)
+}
+
+// keep is Keep with its trim given.
+func keep(ctx context.Context, period time.Duration, trim func() (Result, error), report func(pass int, res Result, err error)) {
+	res, err := trim()
 	report(1, res, err)
-	if period <= 0 {
+	if err != nil || period <= 0 {
 		return
 	}
 	t := time.NewTicker(period)
@@ -57,8 +64,11 @@ func Keep(ctx context.Context, period time.Duration, report func(pass int, res R
 		if ctx.Err() != nil {
 			return
 		}
-		res, err := Trim()
+		res, err := trim()
 		report(pass, res, err)
+		if err != nil {
+			return
+		}
 	}
 }
 

@@ -1,8 +1,11 @@
 package residency
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 const smaps = `00400000-02752000 r-xp 00000000 fe:00 42                            /usr/bin/wasmlet
@@ -64,6 +67,37 @@ func TestParseSmaps_malformed(t *testing.T) {
 	} {
 		if _, err := ParseSmaps(strings.NewReader(in), "fe:00", 42); err == nil {
 			t.Errorf("%q: no error", in)
+		}
+	}
+}
+
+// TestKeep_stopsOnFailure: a failed pass is reported and ends the passes,
+// at the first pass as at a later one.
+func TestKeep_stopsOnFailure(t *testing.T) {
+	for _, failAt := range []int{1, 3} {
+		calls := 0
+		trim := func() (Result, error) {
+			calls++
+			if calls == failAt {
+				return Result{}, errors.New("refused")
+			}
+			return Result{Mappings: 1}, nil
+		}
+		var passes []int
+		var failed error
+		ctx, cancel := context.WithCancel(context.Background())
+		keep(ctx, time.Millisecond, trim, func(pass int, _ Result, err error) {
+			passes = append(passes, pass)
+			if pass > failAt {
+				cancel() // passes went on after the failure: end them
+			}
+			if err != nil {
+				failed = err
+			}
+		})
+		cancel()
+		if calls != failAt || len(passes) != failAt || failed == nil {
+			t.Fatalf("failing at pass %d: %d calls, passes %v, error %v; want the passes to end there, the error reported", failAt, calls, passes, failed)
 		}
 	}
 }
