@@ -109,8 +109,10 @@ digest=$(grep -o 'sha256:[0-9a-f]\{64\}' <<<"$out" | head -n1)
 [ -n "$digest" ] || { log "wasmlet plugin push printed no digest: $out"; exit 1; }
 # The rollout's spread: every agent here compiles the plugin on the same
 # two cores (about 3 CPU-seconds each), so by default the fleet takes it
-# up over 3 s per node, about one compile at a time; SPREAD=0s rolls out to
-# every node at once.
+# up over 3 s per node, about one compile at a time. The idle agents take
+# their share of the cores too (most of one at 100 nodes), and there 3 s a
+# node is not enough: SPREAD=750s at 75 nodes (10 s a node) kept every
+# lease. SPREAD=0s rolls out to every node at once.
 spread=${SPREAD:-$(( ${NODES:-100} * 3 ))s}
 cat >"$base/wasmletplugin.yaml" <<YAML
 apiVersion: wasmlet.dev/v1alpha1
