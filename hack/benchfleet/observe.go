@@ -145,6 +145,14 @@ func (o *Observer) Ready() int {
 	return len(o.ready)
 }
 
+// Leased is how many of the fleet's nodes have been seen with a Lease
+// (its renewTime set).
+func (o *Observer) Leased() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.leases.Nodes()
+}
+
 // NotReady is how many nodes went from Ready to not Ready.
 func (o *Observer) NotReady() int {
 	o.mu.Lock()

@@ -66,6 +66,9 @@ func (l *Leases) Renewed(node string, t time.Time) {
 	}
 }
 
+// Nodes is how many nodes have a renewal recorded.
+func (l *Leases) Nodes() int { return len(l.last) }
+
 // Counts are the renewals counted late and missed so far, over all nodes
 // (a node that stopped renewing is not counted until it renews).
 func (l *Leases) Counts() PhaseLeases {

@@ -84,3 +84,17 @@ func TestLeases_Counts(t *testing.T) {
 		t.Errorf("first phase %+v, second %+v; want {Late:1} and %+v", first, got, want)
 	}
 }
+
+func TestLeases_Nodes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	l := NewLeases(11*time.Second, 40*time.Second)
+	if n := l.Nodes(); n != 0 {
+		t.Fatalf("Nodes before any Lease = %d, want 0", n)
+	}
+	l.Renewed("a", t0)
+	l.Renewed("a", t0.Add(10*time.Second))
+	l.Renewed("b", t0)
+	if n := l.Nodes(); n != 2 {
+		t.Errorf("Nodes = %d, want 2 (a renewed twice, b once)", n)
+	}
+}
