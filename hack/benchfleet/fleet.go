@@ -87,10 +87,14 @@ func nodeName(kind string, i int) string { return fmt.Sprintf("%s-%03d", kind, i
 // prepare makes each node's directory and client certificate (cluster.sh
 // node) and, for wasmlet, imports the pods' module into its runtime's
 // image store; two at a time.
-func prepare(ctx context.Context, cfg *Config, kind string) (*Fleet, error) {
+func prepare(ctx context.Context, cfg *Config, kind string, round int) (*Fleet, error) {
 	f := &Fleet{Kind: kind}
 	for i := range cfg.Nodes {
-		f.Agents = append(f.Agents, &Agent{Node: nodeName(kind, i), Dir: filepath.Join(cfg.Base, kind, strconv.Itoa(i))})
+		// A directory per round: a later round's agents start as new
+		// nodes, with nothing (a plugin cache, pod state) left by the
+		// round before.
+		dir := filepath.Join(cfg.Base, kind, "r"+strconv.Itoa(round), strconv.Itoa(i))
+		f.Agents = append(f.Agents, &Agent{Node: nodeName(kind, i), Dir: dir})
 	}
 	sem := make(chan struct{}, 2)
 	errs := make([]error, len(f.Agents))

@@ -154,7 +154,7 @@ func (b *bench) fleet(ctx context.Context, kind string, round int) *Result {
 		return r
 	}
 	logf("%s round %d: preparing %d nodes", kind, round, cfg.Nodes)
-	f, err := prepare(ctx, cfg, kind)
+	f, err := prepare(ctx, cfg, kind, round)
 	if err != nil {
 		return fail("prepare: %v", err)
 	}
