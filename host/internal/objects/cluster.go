@@ -49,6 +49,8 @@ type Cluster struct {
 	log         hclog.Logger
 	syncTimeout time.Duration
 	now         func() time.Time // the token cache's clock; tests replace it
+	// wait is how Token waits before asking again; tests replace it.
+	wait func(ctx context.Context, d time.Duration) error
 
 	mu      sync.Mutex
 	pods    map[string]map[objectKey]struct{} // pod key → what it references
@@ -77,6 +79,7 @@ func NewCluster(cfg ClusterConfig) *Cluster {
 		log:         cfg.Logger,
 		syncTimeout: cfg.SyncTimeout,
 		now:         time.Now,
+		wait:        sleep,
 		pods:        make(map[string]map[objectKey]struct{}),
 		watches:     make(map[objectKey]*watched),
 		tokens:      make(map[tokenKey]cachedToken),

@@ -8,9 +8,20 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
+
+// forbiddenRetries are the waits before asking again for a pod's first
+// token when the API server refused it as forbidden. The node authorizer
+// learns that a pod is bound to the node from its own informer, which can
+// be an instant behind the node's watch of its pods: a node that asks for
+// the token at once is then refused "no relationship found". The waits
+// are short beside the pod sync's own retry (a second), so that race
+// costs a pod a tenth of a second, not a sync period; a refusal that
+// outlasts them (the pod really is not the node's) is returned.
+var forbiddenRetries = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
 
 // maxTokenAge is the age past which a cached token is refreshed whatever
 // its lifetime, as the kubelet's token manager does.
@@ -97,6 +108,12 @@ func (c *Cluster) Token(ctx context.Context, req TokenRequest) (Token, error) {
 		tr.Spec.ExpirationSeconds = &exp
 	}
 	got, err := c.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, tr, metav1.CreateOptions{})
+	for i := 0; !ok && apierrors.IsForbidden(err) && i < len(forbiddenRetries); i++ {
+		if c.wait(ctx, forbiddenRetries[i]) != nil {
+			break
+		}
+		got, err = c.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, tr, metav1.CreateOptions{})
+	}
 	if err == nil && (got == nil || got.Status.Token == "") {
 		err = errors.New("the API server returned no token")
 	}
@@ -140,4 +157,17 @@ func (c *Cluster) tokenCount() int {
 	c.tokMu.Lock()
 	defer c.tokMu.Unlock()
 	return len(c.tokens)
+}
+
+// sleep waits d or until ctx ends, whichever is first; it returns ctx's
+// error if ctx ended.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

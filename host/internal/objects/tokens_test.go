@@ -12,7 +12,9 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -25,6 +27,7 @@ type tokenServer struct {
 	mu       sync.Mutex
 	now      time.Time
 	fail     bool
+	forbid   int // how many of the next requests are refused as forbidden
 	requests []*authenticationv1.TokenRequest
 	names    []string // service account, namespace/name
 }
@@ -66,6 +69,11 @@ func (s *tokenServer) react(action k8stesting.Action) (bool, runtime.Object, err
 	req := ca.GetObject().(*authenticationv1.TokenRequest).DeepCopy()
 	s.requests = append(s.requests, req)
 	s.names = append(s.names, ca.GetNamespace()+"/"+ca.Name)
+	if s.forbid > 0 {
+		s.forbid--
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "serviceaccounts/token"}, ca.Name,
+			errors.New("no relationship found between node 'n1' and this object"))
+	}
 	exp := int64(3600)
 	if req.Spec.ExpirationSeconds != nil {
 		exp = *req.Spec.ExpirationSeconds
@@ -226,4 +234,95 @@ func TestTokenForgetPod(t *testing.T) {
 	if srv.count() != 4 {
 		t.Errorf("%d requests, want 4", srv.count())
 	}
+}
+
+// waits records Token's waits between attempts, without waiting.
+type waits struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (w *waits) wait(ctx context.Context, d time.Duration) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.d = append(w.d, d)
+	return ctx.Err()
+}
+
+func (w *waits) got() []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]time.Duration(nil), w.d...)
+}
+
+func TestTokenForbiddenFirstRequest(t *testing.T) {
+	req := TokenRequest{Pod: tokenPod("u1", "runner"), ExpirationSeconds: 3600}
+	setup := func(t *testing.T, forbid int) (*Cluster, *tokenServer, *waits) {
+		c, srv := newTokenCluster(t)
+		w := &waits{}
+		c.wait = w.wait
+		srv.forbid = forbid
+		return c, srv, w
+	}
+
+	t.Run("the authorizer catches up", func(t *testing.T) {
+		c, srv, w := setup(t, 2)
+		if tok := mustToken(t, c, req); tok.Token != "tok-3" || srv.count() != 3 {
+			t.Fatalf("token = %q after %d requests, want tok-3 after 3", tok.Token, srv.count())
+		}
+		if got, want := w.got(), forbiddenRetries[:2]; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("waits = %v, want %v", got, want)
+		}
+	})
+	t.Run("refused for good", func(t *testing.T) {
+		c, srv, w := setup(t, 100)
+		_, err := c.Token(context.Background(), req)
+		if err == nil || !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "team/pod-u1") {
+			t.Fatalf("error = %v, want a Forbidden one naming the pod", err)
+		}
+		if n := srv.count(); n != 1+len(forbiddenRetries) {
+			t.Errorf("%d requests, want %d", n, 1+len(forbiddenRetries))
+		}
+		if got := w.got(); fmt.Sprint(got) != fmt.Sprint(forbiddenRetries) {
+			t.Errorf("waits = %v, want %v", got, forbiddenRetries)
+		}
+	})
+	t.Run("the context ends while waiting", func(t *testing.T) {
+		c, srv, _ := setup(t, 100)
+		ctx, cancel := context.WithCancel(context.Background())
+		c.wait = func(context.Context, time.Duration) error { cancel(); return context.Canceled }
+		if _, err := c.Token(ctx, req); err == nil {
+			t.Fatal("Token succeeded")
+		}
+		if n := srv.count(); n != 1 {
+			t.Errorf("%d requests, want 1 (no more once the context ended)", n)
+		}
+	})
+	t.Run("other errors are not retried", func(t *testing.T) {
+		c, srv, w := setup(t, 0)
+		srv.setFail(true)
+		if _, err := c.Token(context.Background(), req); err == nil {
+			t.Fatal("Token succeeded")
+		}
+		if got := w.got(); len(got) != 0 {
+			t.Errorf("waits = %v, want none", got)
+		}
+	})
+	t.Run("a refresh with a valid token is not retried", func(t *testing.T) {
+		c, srv, w := setup(t, 0)
+		mustToken(t, c, req)
+		srv.advance(50 * time.Minute)
+		srv.mu.Lock()
+		srv.forbid = 100
+		srv.mu.Unlock()
+		if tok := mustToken(t, c, req); tok.Token != "tok-1" {
+			t.Fatalf("token = %q, want the cached tok-1", tok.Token)
+		}
+		if n := srv.count(); n != 2 {
+			t.Errorf("%d requests, want 2 (the first, one refresh)", n)
+		}
+		if got := w.got(); len(got) != 0 {
+			t.Errorf("waits = %v, want none", got)
+		}
+	})
 }
