@@ -18,7 +18,7 @@
 #   IDLE=120s          the idle window
 #   START_RATE=5       agents started per second
 #   CREATE_RATE=20     pods created per second
-#   SPREAD=NODES*3s    the WasmletPlugin's rollout spread
+#   SPREAD=NODES*10s   the WasmletPlugin's rollout spread
 #   WASMLET_ARGS=...   extra wasmlet run arguments
 #   KEEP_BASE=1        keep the state directory (agents' logs, audit log)
 # The control plane's ports: APISERVER_PORT 28443, ETCD_PORT 25790,
@@ -108,12 +108,12 @@ out=$(HOME=$base/push DOCKER_CONFIG=$base/push bin/wasmlet plugin push --registr
 digest=$(grep -o 'sha256:[0-9a-f]\{64\}' <<<"$out" | head -n1)
 [ -n "$digest" ] || { log "wasmlet plugin push printed no digest: $out"; exit 1; }
 # The rollout's spread: every agent here compiles the plugin on the same
-# two cores (about 3 CPU-seconds each), so by default the fleet takes it
-# up over 3 s per node, about one compile at a time. The idle agents take
-# their share of the cores too (most of one at 100 nodes), and there 3 s a
-# node is not enough: SPREAD=750s at 75 nodes (10 s a node) kept every
-# lease. SPREAD=0s rolls out to every node at once.
-spread=${SPREAD:-$(( ${NODES:-100} * 3 ))s}
+# two cores (about 3 CPU-seconds each) while the idle agents take their
+# share of them (most of one at 100 nodes), so by default the fleet takes
+# it up over 10 s per node: 3 s a node missed 100 renewals at 100 nodes,
+# 10 s a node missed none at 75 and at 100. SPREAD=0s rolls out to every
+# node at once.
+spread=${SPREAD:-$(( ${NODES:-100} * 10 ))s}
 cat >"$base/wasmletplugin.yaml" <<YAML
 apiVersion: wasmlet.dev/v1alpha1
 kind: WasmletPlugin
