@@ -22,7 +22,8 @@ type Audit struct {
 	// requests are the requests of nodes, one per audit ID, in the order
 	// their first stage was read.
 	requests []Request
-	seen     map[string]bool
+	// seen is each audit ID's index in requests.
+	seen map[string]int
 	// open are the watches started and not completed, by audit ID.
 	open map[string]Request
 }
@@ -37,6 +38,9 @@ type Request struct {
 	Key string
 	// Received is when the API server received it.
 	Received time.Time
+	// Code is the response's status code once the request completed (0
+	// before; a watch's is its start's).
+	Code int
 }
 
 // auditEvent is what the benchmark reads of an audit Event.
@@ -53,6 +57,9 @@ type auditEvent struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 	} `json:"objectRef"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
 }
 
 // NewAudit follows the audit log at path from its current end.
@@ -61,7 +68,7 @@ func NewAudit(path string) (*Audit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
-	return &Audit{path: path, offset: fi.Size(), seen: map[string]bool{}, open: map[string]Request{}}, nil
+	return &Audit{path: path, offset: fi.Size(), seen: map[string]int{}, open: map[string]Request{}}, nil
 }
 
 // Read takes the complete lines appended to the log since the last Read.
@@ -114,9 +121,14 @@ func (a *Audit) add(e auditEvent) {
 		return
 	}
 	req := Request{User: e.User.Username, Key: requestKey(e), Received: e.Received}
-	if !a.seen[e.AuditID] {
-		a.seen[e.AuditID] = true
+	i, ok := a.seen[e.AuditID]
+	if !ok {
+		i = len(a.requests)
+		a.seen[e.AuditID] = i
 		a.requests = append(a.requests, req)
+	}
+	if e.ResponseStatus != nil && (e.Stage == "ResponseComplete" || e.Stage == "Panic") {
+		a.requests[i].Code = e.ResponseStatus.Code
 	}
 	if e.Verb == "watch" {
 		switch e.Stage {
@@ -189,6 +201,19 @@ func (a *Audit) Requests(users map[string]bool, from, to time.Time) Counts {
 	for _, r := range a.requests {
 		if users[r.User] && !r.Received.Before(from) && r.Received.Before(to) {
 			out[r.Key]++
+		}
+	}
+	return out
+}
+
+// Refused counts the requests of the users in users received in [from,
+// to) that the API server answered with a status of 400 or more, by key
+// and status ("create serviceaccounts/token 403").
+func (a *Audit) Refused(users map[string]bool, from, to time.Time) Counts {
+	out := Counts{}
+	for _, r := range a.requests {
+		if users[r.User] && r.Code >= 400 && !r.Received.Before(from) && r.Received.Before(to) {
+			out[fmt.Sprintf("%s %d", r.Key, r.Code)]++
 		}
 	}
 	return out

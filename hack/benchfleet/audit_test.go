@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,4 +118,50 @@ func equalCounts(a, b Counts) bool {
 		}
 	}
 	return true
+}
+
+// withCode gives an audit line a response status.
+func withCode(line string, code int) string {
+	return strings.Replace(line, `,"requestReceivedTimestamp"`, fmt.Sprintf(`,"responseStatus":{"metadata":{},"code":%d},"requestReceivedTimestamp"`, code), 1)
+}
+
+func TestAudit_Refused(t *testing.T) {
+	const (
+		n1 = "system:node:wasmlet-000"
+		t1 = "2026-01-01T00:00:30.000000Z"
+	)
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewAudit(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := "/api/v1/namespaces/default/serviceaccounts/default/token"
+	lines := withCode(auditLine("a", "ResponseComplete", "create", n1, "serviceaccounts", "token", token, t1), 403) +
+		withCode(auditLine("b", "ResponseComplete", "create", n1, "serviceaccounts", "token", token, t1), 201) +
+		withCode(auditLine("c", "ResponseComplete", "create", n1, "serviceaccounts", "token", token, t1), 403) +
+		// A watch refused at its start, and one that started and ended.
+		withCode(auditLine("d", "ResponseComplete", "watch", n1, "configmaps", "", "/api/v1/configmaps?watch=true", t1), 403) +
+		withCode(auditLine("e", "ResponseStarted", "watch", n1, "pods", "", "/api/v1/pods?watch=true", t1), 200) +
+		withCode(auditLine("e", "ResponseComplete", "watch", n1, "pods", "", "/api/v1/pods?watch=true", t1), 200) +
+		// A request still running has no code yet.
+		auditLine("f", "ResponseStarted", "watch", n1, "nodes", "", "/api/v1/nodes?watch=true", t1)
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Read(); err != nil {
+		t.Fatal(err)
+	}
+	users := map[string]bool{n1: true}
+	from, _ := time.Parse(time.RFC3339, "2026-01-01T00:00:10Z")
+	to, _ := time.Parse(time.RFC3339, "2026-01-01T00:01:00Z")
+	want := Counts{"create serviceaccounts/token 403": 2, "watch configmaps 403": 1}
+	if got := a.Refused(users, from, to); !equalCounts(got, want) {
+		t.Errorf("Refused = %v, want %v", got, want)
+	}
+	if got := a.Requests(users, from, to).Total(); got != 6 {
+		t.Errorf("Requests total = %v, want 6 (refused ones counted too)", got)
+	}
 }

@@ -38,6 +38,9 @@ type Window struct {
 	// Requests are the fleet's API requests per node per minute, by verb
 	// and resource.
 	Requests Counts
+	// Refused are those of Requests the API server answered with a status
+	// of 400 or more, by verb, resource and status.
+	Refused Counts
 	// Watches are the fleet's watches open at the window's end, per node,
 	// by resource.
 	Watches Counts
@@ -124,6 +127,7 @@ func (b *bench) window(f *Fleet, audit *Audit, from, to sample) Window {
 	w := Window{
 		Duration:     d,
 		Requests:     audit.Requests(f.Users(), from.at, to.at).Scale(perNodeMin),
+		Refused:      audit.Refused(f.Users(), from.at, to.at).Scale(perNodeMin),
 		Watches:      audit.OpenWatches(f.Users()).Scale(1 / nodes),
 		APIServerCPU: (to.apiserver.CPU - from.apiserver.CPU) * perNodeMin,
 		EtcdCPU:      (to.etcd.CPU - from.etcd.CPU) * perNodeMin,

@@ -38,6 +38,10 @@ func printTable(w io.Writer, cfg *Config, results []*Result) {
 		for _, k := range topKeys(results, func(r *Result) Counts { return ph.get(r).Requests }) {
 			add("  "+k, func(r *Result) string { return num(ph.get(r).Requests[k]) })
 		}
+		add(fmt.Sprintf("  of them refused (status >= 400) %s", ph.name), func(r *Result) string { return num(ph.get(r).Refused.Total()) })
+		for _, k := range topKeys(results, func(r *Result) Counts { return ph.get(r).Refused }) {
+			add("    "+k, func(r *Result) string { return num(ph.get(r).Refused[k]) })
+		}
 		if ph.name == "idle" {
 			add("watches open/node: total", func(r *Result) string { return num(r.Idle.Watches.Total()) })
 			for _, k := range topKeys(results, func(r *Result) Counts { return r.Idle.Watches }) {
