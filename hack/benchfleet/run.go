@@ -409,7 +409,11 @@ func (b *bench) paced(ctx context.Context, n int, do func(i int) error) error {
 }
 
 // benchPod is pod i of a run: the tiny image, on the fleet's nodes,
-// spread over them by hostname.
+// spread over them by hostname. A node the control plane has tainted (one
+// that went NotReady) is left out of the spread (NodeTaintsPolicy Honor):
+// by default it would still count as a node with no pods, and once every
+// other node had one more, no further pod could be placed until it came
+// back: the rest of the run's pods would wait for one node's lease.
 func benchPod(run, kind string, i int) *v1.Pod {
 	sel := map[string]string{runLabel: run}
 	return &v1.Pod{
@@ -418,7 +422,8 @@ func benchPod(run, kind string, i int) *v1.Pod {
 			NodeSelector: map[string]string{FleetLabel: kind},
 			TopologySpreadConstraints: []v1.TopologySpreadConstraint{{
 				MaxSkew: 1, TopologyKey: v1.LabelHostname, WhenUnsatisfiable: v1.DoNotSchedule,
-				LabelSelector: &metav1.LabelSelector{MatchLabels: sel},
+				NodeTaintsPolicy: ptr.To(v1.NodeInclusionPolicyHonor),
+				LabelSelector:    &metav1.LabelSelector{MatchLabels: sel},
 			}},
 			TerminationGracePeriodSeconds: ptr.To(int64(5)),
 			Containers:                    []v1.Container{{Name: "idle", Image: PodImage, ImagePullPolicy: v1.PullIfNotPresent}},

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -64,7 +65,8 @@ func TestBenchPod(t *testing.T) {
 		t.Errorf("pod %s labels %v nodeSelector %v", p.Name, p.Labels, p.Spec.NodeSelector)
 	}
 	tsc := p.Spec.TopologySpreadConstraints
-	if len(tsc) != 1 || tsc[0].TopologyKey != "kubernetes.io/hostname" || tsc[0].LabelSelector.MatchLabels[runLabel] != "wasmlet-r1" {
+	if len(tsc) != 1 || tsc[0].TopologyKey != "kubernetes.io/hostname" || tsc[0].LabelSelector.MatchLabels[runLabel] != "wasmlet-r1" ||
+		tsc[0].NodeTaintsPolicy == nil || *tsc[0].NodeTaintsPolicy != v1.NodeInclusionPolicyHonor {
 		t.Errorf("topology spread %+v", tsc)
 	}
 }
