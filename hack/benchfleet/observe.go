@@ -32,10 +32,26 @@ type Observer struct {
 	stop    chan struct{}
 }
 
-// podStart is a pod's creationTimestamp and when the observer first saw
-// it Running.
+// podStart is a pod's creationTimestamp, when the observer first saw it
+// Running, and when its node says its last container started (the
+// containers' state.running.startedAt; zero when none says).
 type podStart struct {
-	created, running time.Time
+	created, running, started time.Time
+}
+
+// startedAt is the latest state.running.startedAt of the pod's
+// containers, or zero when one is not running.
+func startedAt(p *v1.Pod) time.Time {
+	var last time.Time
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running == nil {
+			return time.Time{}
+		}
+		if t := cs.State.Running.StartedAt.Time; t.After(last) {
+			last = t
+		}
+	}
+	return last
 }
 
 // NewObserver starts watching the nodes in names and the pods labelled
@@ -123,7 +139,7 @@ func (o *Observer) pod(obj any) {
 	defer o.mu.Unlock()
 	o.pods[p.Name] = true
 	if _, seen := o.running[p.Name]; !seen && p.Status.Phase == v1.PodRunning {
-		o.running[p.Name] = podStart{created: p.CreationTimestamp.Time, running: now}
+		o.running[p.Name] = podStart{created: p.CreationTimestamp.Time, running: now, started: startedAt(p)}
 	}
 }
 
@@ -169,8 +185,11 @@ func (o *Observer) Running() (running, pods int) {
 }
 
 // Starts is each Running pod's start: from its creationTimestamp (the SLO's
-// definition) and from sent, when the benchmark sent its create.
-func (o *Observer) Starts(sent map[string]time.Time) (slo, client []time.Duration) {
+// definition) and from sent, when the benchmark sent its create, to when
+// the observer saw it Running; and reported, from its creationTimestamp to
+// the last container's startedAt, as its node wrote it (whole seconds
+// both), which no lag of the observer's watch can delay.
+func (o *Observer) Starts(sent map[string]time.Time) (slo, client, reported []time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for name, s := range o.running {
@@ -178,8 +197,11 @@ func (o *Observer) Starts(sent map[string]time.Time) (slo, client []time.Duratio
 		if t, ok := sent[name]; ok {
 			client = append(client, s.running.Sub(t))
 		}
+		if !s.started.IsZero() {
+			reported = append(reported, s.started.Sub(s.created))
+		}
 	}
-	return slo, client
+	return slo, client, reported
 }
 
 // LeaseCounts are the renewals late and missed so far.

@@ -74,6 +74,9 @@ type Result struct {
 	// request.
 	PodsCreated, PodsRunning int
 	SLO, Client              []time.Duration
+	// Reported are the start latencies from creationTimestamp to the
+	// containers' startedAt, as the nodes reported them.
+	Reported []time.Duration
 	// Leases are the renewals from Ready to the fleet's stop; NotReady the
 	// nodes seen not Ready after being Ready. LeasesIdle, LeasesRollout
 	// and LeasesPods are those late and missed in each phase (start to
@@ -268,7 +271,7 @@ func (b *bench) pods(ctx context.Context, f *Fleet, obs *Observer, audit *Audit,
 	}
 	to := b.sample(f)
 	r.PodsRunning, _ = obs.Running()
-	r.SLO, r.Client = obs.Starts(sent)
+	r.SLO, r.Client, r.Reported = obs.Starts(sent)
 	if rerr := b.readAudit(audit); rerr != nil {
 		return rerr
 	}

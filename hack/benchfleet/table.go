@@ -67,6 +67,9 @@ func printTable(w io.Writer, cfg *Config, results []*Result) {
 	add("pod start p50/p99 (from the create request)", func(r *Result) string {
 		return fmt.Sprintf("%s/%s", dur(Percentile(r.Client, 50)), dur(Percentile(r.Client, 99)))
 	})
+	add("pod start p50/p99 (node-reported: startedAt)", func(r *Result) string {
+		return fmt.Sprintf("%s/%s", dur(Percentile(r.Reported, 50)), dur(Percentile(r.Reported, 99)))
+	})
 	add(fmt.Sprintf("lease renewals late (>%s) / missed (>%s)", cfg.LeaseLate, cfg.LeaseMissed), func(r *Result) string {
 		return fmt.Sprintf("%d/%d (max gap %s)", r.Leases.Late, r.Leases.Missed, dur(r.Leases.MaxGap))
 	})
