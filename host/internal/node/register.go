@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
@@ -58,7 +59,8 @@ type RegistrarConfig struct {
 	// (nodeStatusReportFrequency, 5 min); the Lease is the heartbeat.
 	StatusReportFrequency time.Duration
 	// LeaseDuration is the Lease's leaseDurationSeconds (40 s); it is renewed
-	// every quarter of it (10 s), as the kubelet does.
+	// a quarter of it (10 s, plus up to 4 % jitter) after each renewal, as
+	// the kubelet does.
 	LeaseDuration time.Duration
 	// NoCreate leaves the Node's creation to someone else (the kubelet's
 	// registerNode: false): the registrar waits for the Node to exist,
@@ -82,7 +84,15 @@ type Registrar struct {
 	sent       *v1.NodeStatus
 	sentAt     time.Time
 	lease      *coordinationv1.Lease
+
+	// after is how the Lease loop waits between renewals; tests replace it.
+	after func(time.Duration) <-chan time.Time
 }
+
+// leaseJitter is the most, as a fraction of the interval, that a wait
+// between Lease renewals is lengthened by at random: the kubelet's lease
+// controller's 0.04.
+const leaseJitter = 0.04
 
 // NewRegistrar returns a Registrar for cfg.
 func NewRegistrar(cfg RegistrarConfig) *Registrar {
@@ -107,7 +117,7 @@ func NewRegistrar(cfg RegistrarConfig) *Registrar {
 	if cfg.HeartbeatClient == nil {
 		cfg.HeartbeatClient = cfg.Client
 	}
-	return &Registrar{cfg: cfg, log: cfg.Logger}
+	return &Registrar{cfg: cfg, log: cfg.Logger, after: time.After}
 }
 
 // Node returns the registered Node (with its UID) once registration succeeded.
@@ -140,17 +150,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		r.renewLease(ctx)
-		lease := time.NewTicker(r.cfg.LeaseDuration / 4)
-		defer lease.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-lease.C:
-				r.renewLease(ctx)
-			}
-		}
+		r.renewLeases(ctx)
 	}()
 	defer wg.Wait()
 	status := time.NewTicker(r.cfg.StatusUpdateFrequency)
@@ -324,6 +324,24 @@ func pressureConditions(pressure []v1.NodeConditionType) []v1.NodeCondition {
 
 // renewLease creates or renews the node's Lease, owned by the Node so it
 // goes when the Node goes.
+// renewLeases renews the Lease until ctx is done, as the kubelet's lease
+// controller does: at once, then a quarter of the lease duration after each
+// renewal ends, lengthened by up to leaseJitter at random. Counted from the
+// end, a renewal the API server answered late is not followed at once by
+// the next; the jitter lets nodes that started together drift apart
+// instead of renewing in step for as long as they run.
+func (r *Registrar) renewLeases(ctx context.Context) {
+	interval := r.cfg.LeaseDuration / 4
+	for {
+		r.renewLease(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.after(wait.Jitter(interval, leaseJitter)):
+		}
+	}
+}
+
 func (r *Registrar) renewLease(ctx context.Context) {
 	if err := r.tryRenewLease(ctx); err != nil && ctx.Err() == nil {
 		r.log.Warn("renewing the node lease failed", "node", r.cfg.Node.Name, "error", err)

@@ -11,10 +11,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -369,5 +371,75 @@ func TestRegistrar_RunRenewsLeaseWhileStatusBlocks(t *testing.T) {
 				count(client, "update", "leases")+count(client, "create", "leases")-start, 3)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRegistrar_renewLeases_cadence: the Lease is renewed at once, then
+// each wait (a quarter of the lease duration, lengthened by at most 4 %)
+// begins only once the renewal before it has ended, as the kubelet's lease
+// controller does.
+func TestRegistrar_renewLeases_cadence(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	client := fake.NewClientset()
+	renewing := make(chan string)
+	release := make(chan struct{})
+	client.PrependReactor("*", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if v := a.GetVerb(); v == "create" || v == "update" {
+			select {
+			case renewing <- v:
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			case <-ctx.Done():
+			}
+		}
+		return false, nil, nil
+	})
+	r := NewRegistrar(RegistrarConfig{Client: client, Node: localNode(), LeaseDuration: 40 * time.Second})
+	waits := make(chan time.Duration, 1)
+	tick := make(chan time.Time)
+	r.after = func(d time.Duration) <-chan time.Time {
+		select {
+		case waits <- d:
+		case <-ctx.Done():
+		}
+		return tick
+	}
+	done := make(chan struct{})
+	go func() { r.renewLeases(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	recv := func(what string, ch <-chan time.Duration) time.Duration {
+		t.Helper()
+		select {
+		case d := <-ch:
+			return d
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s within 10 s", what)
+			return 0
+		}
+	}
+	for i, verb := range []string{"create", "update", "update"} {
+		select {
+		case got := <-renewing:
+			if got != verb {
+				t.Fatalf("renewal %d: %s, want %s", i, got, verb)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("renewal %d did not start within 10 s", i)
+		}
+		select {
+		case d := <-waits:
+			t.Fatalf("renewal %d: a wait of %s began while the renewal ran", i, d)
+		default:
+		}
+		release <- struct{}{}
+		if d := recv("wait after the renewal", waits); d < 10*time.Second || d > 10400*time.Millisecond {
+			t.Errorf("wait after renewal %d = %s, want 10 s to 10.4 s", i, d)
+		}
+		if i < 2 {
+			tick <- time.Time{}
+		}
 	}
 }
