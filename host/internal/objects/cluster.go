@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -52,8 +53,11 @@ type Cluster struct {
 	// wait is how Token waits before asking again; tests replace it.
 	wait func(ctx context.Context, d time.Duration) error
 
-	mu      sync.Mutex
-	pods    map[string]map[objectKey]struct{} // pod key → what it references
+	mu   sync.Mutex
+	pods map[string]map[objectKey]struct{} // pod key → what it references
+	// arrived is when each registered pod was first registered, by UID:
+	// a pod's first token waits until it is firstTokenHold old.
+	arrived map[types.UID]time.Time
 	watches map[objectKey]*watched
 	stopped bool // Run has returned: no new reflectors
 
@@ -81,6 +85,7 @@ func NewCluster(cfg ClusterConfig) *Cluster {
 		now:         time.Now,
 		wait:        sleep,
 		pods:        make(map[string]map[objectKey]struct{}),
+		arrived:     make(map[types.UID]time.Time),
 		watches:     make(map[objectKey]*watched),
 		tokens:      make(map[tokenKey]cachedToken),
 	}
@@ -155,6 +160,9 @@ func (c *Cluster) RegisterPod(pod *v1.Pod) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.arrived[pod.UID]; !ok {
+		c.arrived[pod.UID] = c.now()
+	}
 	old := c.pods[key]
 	// Take the new references before releasing the old ones, so an object
 	// in both sets keeps its watch.
@@ -194,6 +202,7 @@ func (c *Cluster) UnregisterPod(pod *v1.Pod) {
 		c.releaseLocked(k)
 	}
 	delete(c.pods, key)
+	delete(c.arrived, pod.UID)
 }
 
 // releaseLocked drops one reference to k, stopping its watch at zero.

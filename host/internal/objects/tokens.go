@@ -13,6 +13,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// firstTokenHold is how old a registered pod must be before its first
+// token is asked for. The Node authorizer and NodeRestriction learn that a
+// pod is bound to the node from the API server's own informer, which can
+// be an instant behind the node's watch of its pods; the kubelet asks
+// after its volume manager's loops (100 ms each) have run, wasmlet as soon
+// as it syncs the pod, and without a hold one wasmlet token request in five
+// was refused so. A pod registered longer ago (a restart, a refresh) does
+// not wait.
+const firstTokenHold = 100 * time.Millisecond
+
 // forbiddenRetries are the waits before asking again for a pod's first
 // token when the API server refused it as forbidden. The node authorizer
 // learns that a pod is bound to the node from its own informer, which can
@@ -93,6 +103,16 @@ func (c *Cluster) Token(ctx context.Context, req TokenRequest) (Token, error) {
 		return Token{Token: cached.token, Expires: cached.expires}, nil
 	}
 
+	if !ok {
+		c.mu.Lock()
+		arrived, seen := c.arrived[pod.UID]
+		c.mu.Unlock()
+		if hold := firstTokenHold - now.Sub(arrived); seen && hold > 0 {
+			if err := c.wait(ctx, hold); err != nil {
+				return Token{}, fmt.Errorf("%s: %w", what, err)
+			}
+		}
+	}
 	tr := &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{
 			BoundObjectRef: &authenticationv1.BoundObjectReference{

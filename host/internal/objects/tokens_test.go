@@ -11,8 +11,8 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -325,4 +325,40 @@ func TestTokenForbiddenFirstRequest(t *testing.T) {
 			t.Errorf("waits = %v, want none", got)
 		}
 	})
+}
+
+func TestTokenFirstHold(t *testing.T) {
+	c, srv := newTokenCluster(t)
+	w := &waits{}
+	c.wait = w.wait
+	fresh := tokenPod("u1", "")
+	c.RegisterPod(fresh)
+	srv.advance(30 * time.Millisecond)
+	mustToken(t, c, TokenRequest{Pod: fresh, ExpirationSeconds: 3600})
+	if got := w.got(); len(got) != 1 || got[0] != firstTokenHold-30*time.Millisecond {
+		t.Fatalf("waits before a pod's first token 30 ms after it arrived = %v, want [%s]", got, firstTokenHold-30*time.Millisecond)
+	}
+	// Its refresh, a pod registered long ago and a pod never registered
+	// do not wait.
+	srv.advance(50 * time.Minute)
+	mustToken(t, c, TokenRequest{Pod: fresh, ExpirationSeconds: 3600})
+	old := tokenPod("u2", "")
+	c.RegisterPod(old)
+	srv.advance(time.Second)
+	mustToken(t, c, TokenRequest{Pod: old, ExpirationSeconds: 3600})
+	mustToken(t, c, TokenRequest{Pod: tokenPod("u3", ""), ExpirationSeconds: 3600})
+	if got := w.got(); len(got) != 1 {
+		t.Errorf("waits = %v, want only the first", got)
+	}
+	if n := srv.count(); n != 4 {
+		t.Errorf("%d requests, want 4", n)
+	}
+	// Unregistered and registered again: a new arrival.
+	c.UnregisterPod(old)
+	c.ForgetPod("u2")
+	c.RegisterPod(old)
+	mustToken(t, c, TokenRequest{Pod: old, ExpirationSeconds: 3600})
+	if got := w.got(); len(got) != 2 || got[1] != firstTokenHold {
+		t.Errorf("waits = %v, want a second of %s for the pod registered again", got, firstTokenHold)
+	}
 }
