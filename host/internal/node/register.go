@@ -322,8 +322,6 @@ func pressureConditions(pressure []v1.NodeConditionType) []v1.NodeCondition {
 	return out
 }
 
-// renewLease creates or renews the node's Lease, owned by the Node so it
-// goes when the Node goes.
 // renewLeases renews the Lease until ctx is done, as the kubelet's lease
 // controller does: at once, then a quarter of the lease duration after each
 // renewal ends, lengthened by up to leaseJitter at random. Counted from the
@@ -342,6 +340,8 @@ func (r *Registrar) renewLeases(ctx context.Context) {
 	}
 }
 
+// renewLease creates or renews the node's Lease, owned by the Node so it
+// goes when the Node goes.
 func (r *Registrar) renewLease(ctx context.Context) {
 	if err := r.tryRenewLease(ctx); err != nil && ctx.Err() == nil {
 		r.log.Warn("renewing the node lease failed", "node", r.cfg.Node.Name, "error", err)
