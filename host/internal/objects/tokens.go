@@ -24,13 +24,10 @@ import (
 const firstTokenHold = 100 * time.Millisecond
 
 // forbiddenRetries are the waits before asking again for a pod's first
-// token when the API server refused it as forbidden. The node authorizer
-// learns that a pod is bound to the node from its own informer, which can
-// be an instant behind the node's watch of its pods: a node that asks for
-// the token at once is then refused "no relationship found". The waits
-// are short beside the pod sync's own retry (a second), so that race
-// costs a pod a tenth of a second, not a sync period; a refusal that
-// outlasts them (the pod really is not the node's) is returned.
+// token when the API server refused it as forbidden: the race
+// firstTokenHold describes, lost anyway. They are short beside the pod
+// sync's own retry (a second); a refusal that outlasts them (the pod
+// really is not the node's) is returned.
 var forbiddenRetries = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
 
 // maxTokenAge is the age past which a cached token is refreshed whatever
