@@ -206,8 +206,8 @@ func (b *bench) fleet(ctx context.Context, kind string, round int) *Result {
 	logf("%s: %d nodes Ready after %s", kind, cfg.Nodes, r.ReadyAfter.Round(time.Second))
 	// A node is Ready before its start is over: the agent creates its
 	// Lease, its remaining informers list and its other objects after the
-	// first status. The idle window opens once every node has renewed its
-	// Lease, so no start falls into it.
+	// first status. The idle window opens once every node has a Lease, so
+	// no start falls into it.
 	if err := poll(ctx, 3*time.Minute, func() (bool, string) {
 		n := obs.Leased()
 		return n == cfg.Nodes, fmt.Sprintf("%d of %d nodes with a Lease", n, cfg.Nodes)
